@@ -1,0 +1,93 @@
+"""Shared benchmark machinery: alternating timed runs of several runtimes in one process, medians, tables."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+
+
+def make_runners(model: onnx.ModelProto, with_reference: bool = True) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """name -> run(feeds) for onnxrt, onnxruntime and (optionally) onnx.reference."""
+    import onnxruntime as ort
+
+    import onnxrt
+
+    data = model.SerializeToString()
+    runners: dict[str, Callable[[dict[str, Any]], Any]] = {}
+    sess = onnxrt.InferenceSession(data)
+    runners["onnxrt"] = lambda feeds: sess.run(None, feeds)
+    osess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    runners["onnxruntime"] = lambda feeds: osess.run(None, feeds)
+    if with_reference:
+        from onnx.reference import ReferenceEvaluator
+
+        ref = ReferenceEvaluator(model)
+        runners["onnx.reference"] = lambda feeds: ref.run(None, feeds)
+    return runners
+
+
+def time_alternating(
+    runners: dict[str, Callable[[dict[str, Any]], Any]],
+    feeds: dict[str, Any],
+    repeat: int = 15,
+    max_seconds: float = 20.0,
+    slow: dict[str, int] | None = None,
+) -> dict[str, float]:
+    """Median seconds per runtime; runtimes take turns each round (noise hits all alike).
+
+    ``slow`` caps the number of rounds for named runtimes (onnx.reference is slow).
+    """
+    slow = slow or {}
+    runners = dict(runners)
+    for name, fn in list(runners.items()):  # warm-up; a runtime that fails is left out
+        try:
+            fn(feeds)
+        except Exception as e:  # noqa: BLE001
+            print(f"  {name} failed: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
+            del runners[name]
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    start = time.perf_counter()
+    for r in range(repeat):
+        for name, fn in runners.items():
+            if r >= slow.get(name, repeat):
+                continue
+            t0 = time.perf_counter()
+            fn(feeds)
+            times[name].append(time.perf_counter() - t0)
+        if time.perf_counter() - start > max_seconds and r >= 2:
+            break
+    return {k: statistics.median(v) for k, v in times.items() if v}
+
+
+def check_same(runners: dict[str, Callable[[dict[str, Any]], Any]], feeds: dict[str, Any], rtol: float = 1e-4) -> None:
+    """Assert every runtime gives onnxrt's outputs (a benchmark of wrong results is worthless)."""
+    ref = runners["onnxrt"](feeds)
+    for name, fn in runners.items():
+        if name in ("onnxrt", "onnx.reference"):
+            continue
+        for a, b in zip(ref, fn(feeds)):
+            np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=rtol, atol=1e-5, err_msg=name)
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    out = [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out.extend(line(r) for r in rows)
+    return "\n".join(out)

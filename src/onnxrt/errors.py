@@ -1,0 +1,83 @@
+"""The exception hierarchy of onnxrt: every error a user can trigger is one of these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OnnxRuntimeError(Exception):
+    """Root of every error onnxrt raises on purpose.
+
+    ``exit_code`` is what the command line returns when this error ends it.
+    """
+
+    exit_code = 1
+
+
+class ModelLoadError(OnnxRuntimeError):
+    """The model cannot be read: missing file, garbage bytes, unsupported IR or opset."""
+
+    exit_code = 2
+
+
+class SecurityError(ModelLoadError):
+    """The model asks for something onnxrt refuses to do (external data outside its folder)."""
+
+    exit_code = 3
+
+
+class GraphError(OnnxRuntimeError):
+    """The graph is malformed: undefined names, duplicate outputs, cycles."""
+
+    exit_code = 4
+
+
+class UnsupportedOperatorError(GraphError):
+    """A node uses an operator, domain or version onnxrt has no kernel for."""
+
+    exit_code = 5
+
+
+class InvalidAttributeError(GraphError):
+    """A node attribute is missing, has the wrong type or an impossible value."""
+
+    exit_code = 6
+
+
+class InvalidFeedError(OnnxRuntimeError):
+    """The inputs given to ``run`` do not match the model's declared inputs."""
+
+    exit_code = 7
+
+
+class KernelError(OnnxRuntimeError):
+    """A kernel failed while running a node (impossible reshape, broadcast mismatch, ...).
+
+    The engine re-raises kernel failures with the node name, the operator and the
+    input shapes and dtypes, chaining the original exception.
+    """
+
+    exit_code = 8
+
+
+class IndexOutOfRangeError(KernelError):
+    """An index input holds a value outside the valid range of its axis."""
+
+
+class AllocationError(KernelError):
+    """A node would allocate a tensor above the configured or physical limit."""
+
+
+def describe_value(value: Any) -> str:
+    """Short description of a runtime value for messages: ``float32[3,4]``, ``seq(2)``."""
+    if value is None:
+        return "None"
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{dtype}[{','.join(str(d) for d in shape)}]"
+    if isinstance(value, list):
+        return f"seq({len(value)})"
+    if isinstance(value, dict):
+        return f"map({len(value)})"
+    return type(value).__name__

@@ -1,0 +1,200 @@
+"""OnnxInference: load, check and plan a model once, then run it on dicts of values."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .dtypes import elem_name, same_dtype, type_shape, type_string
+from .errors import InvalidFeedError
+from .functions import function_key
+from .model import check_versions, load_model
+from .plan import Plan, Step
+
+
+class _InputSpec:
+    """What a graph input accepts, precomputed for fast feed validation."""
+
+    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional")
+
+    def __init__(self, vi: onnx.ValueInfoProto, optional: bool):
+        self.name = vi.name
+        tp = vi.type
+        self.kind = tp.WhichOneof("value") if vi.HasField("type") else None
+        self.type_str = type_string(tp) if self.kind else "unknown"
+        self.elem_type = tp.tensor_type.elem_type if self.kind == "tensor_type" else 0
+        self.shape = type_shape(tp) if self.kind == "tensor_type" else None
+        self.optional = optional
+
+
+def _check_feed(spec: _InputSpec, value: Any) -> Any:
+    """Validate one feed; returns the value the engine uses (a read-only view for arrays)."""
+    name = spec.name
+    kind = spec.kind
+    if kind == "optional_type":
+        if value is None:
+            return None
+        return value
+    if kind == "sequence_type":
+        if not isinstance(value, list | tuple):
+            raise InvalidFeedError(f"Input {name!r} expects a sequence ({spec.type_str}), got {type(value).__name__}.")
+        return list(value)
+    if kind == "map_type":
+        if not isinstance(value, dict):
+            raise InvalidFeedError(f"Input {name!r} expects a map ({spec.type_str}), got {type(value).__name__}.")
+        return value
+    if kind != "tensor_type":
+        return value
+    if not isinstance(value, np.ndarray):
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        elif isinstance(value, list | tuple):
+            raise InvalidFeedError(
+                f"Input {name!r} expects a tensor ({spec.type_str}), got a {type(value).__name__}; "
+                f"pass a numpy array."
+            )
+        else:
+            raise InvalidFeedError(
+                f"Input {name!r} expects a numpy array of type {spec.type_str}, got {type(value).__name__}."
+            )
+    if spec.elem_type and not same_dtype(value.dtype, spec.elem_type):
+        raise InvalidFeedError(
+            f"Input {name!r} expects element type {elem_name(spec.elem_type)} ({spec.type_str}), "
+            f"got an array of dtype {value.dtype}."
+        )
+    if value.dtype.kind in "US":
+        value = value.astype(object)
+    if spec.shape is not None:
+        if len(spec.shape) != value.ndim:
+            raise InvalidFeedError(
+                f"Input {name!r} expects rank {len(spec.shape)} (shape {_fmt_shape(spec.shape)}), "
+                f"got rank {value.ndim} (shape {list(value.shape)})."
+            )
+        for axis, (want, got) in enumerate(zip(spec.shape, value.shape)):
+            if isinstance(want, int) and want != got:
+                raise InvalidFeedError(
+                    f"Input {name!r} expects dimension {axis} to be {want} (shape {_fmt_shape(spec.shape)}), "
+                    f"got {got} (shape {list(value.shape)})."
+                )
+    if value.flags.writeable:  # kernels see a read-only view: the caller's array cannot change
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
+def _fmt_shape(shape: list[Any]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _output_value(v: Any) -> Any:
+    """What the caller receives: arrays it owns (never a view of a constant or of a feed)."""
+    if isinstance(v, np.ndarray):
+        return v if v.flags.writeable else v.copy()
+    if isinstance(v, np.generic):
+        return np.asarray(v)
+    if isinstance(v, list):
+        return [_output_value(x) for x in v]
+    return v
+
+
+class OnnxInference:
+    """The engine: ``OnnxInference(model).run({"X": x})`` returns ``{"Y": y}``.
+
+    ``model`` is a path, bytes, a binary file object or an ``onnx.ModelProto``.
+    """
+
+    def __init__(self, model: Any, options: Any = None):
+        proto, base_dir = load_model(model)
+        self.model: onnx.ModelProto = proto
+        self.base_dir = base_dir
+        self.options = options
+        self.opsets = check_versions(proto)
+        functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}
+        self.plan = Plan(proto.graph, self.opsets, base_dir, functions, options=options)
+        graph = proto.graph
+        inits = set(self.plan.initializers)
+        self._specs = {vi.name: _InputSpec(vi, vi.name in inits) for vi in graph.input}
+        self.input_names = [vi.name for vi in graph.input]
+        self.output_names = [o.name for o in graph.output]
+
+    # ------------------------------------------------------------------------------
+
+    def validate_feeds(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Check names, types, ranks and static dims; returns the feeds the plan reads."""
+        if not isinstance(inputs, dict):
+            raise InvalidFeedError(f"Inputs must be a dict name -> value, got {type(inputs).__name__}.")
+        specs = self._specs
+        feeds: dict[str, Any] = {}
+        for name, value in inputs.items():
+            spec = specs.get(name)
+            if spec is None:
+                lowered = {n.lower(): n for n in specs}
+                close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.5)
+                hint = f" Did you mean {lowered[close[0]]!r}?" if close else ""
+                raise InvalidFeedError(
+                    f"Unknown input {name!r}; the model's inputs are {list(specs)!r}.{hint}"
+                )
+            feeds[name] = _check_feed(spec, value)
+        for name in self.plan.required_inputs:
+            if name not in feeds:
+                raise InvalidFeedError(
+                    f"Missing input {name!r} (expected {specs[name].type_str}); "
+                    f"the model needs {self.plan.required_inputs!r}."
+                )
+        return feeds
+
+    def run(
+        self,
+        inputs: dict[str, Any],
+        intermediate: bool = False,
+        verbose: int = 0,
+        output_names: list[str] | None = None,
+        fLOG: Any = None,
+    ) -> dict[str, Any]:
+        """Run the model; returns ``{output name: value}``.
+
+        ``intermediate=True`` returns every named value of the graph (inputs, initializers
+        and every node output). ``output_names`` selects outputs, and may name any
+        intermediate value. ``verbose=1`` prints every node as it runs.
+        """
+        feeds = self.validate_feeds(inputs)
+        plan = self.plan
+        wanted = output_names if output_names is not None else self.output_names
+        extra = [n for n in wanted if n not in plan.output_names]
+        for n in extra:
+            if n not in plan.slots:
+                raise InvalidFeedError(f"Requested output {n!r} is not a value of the graph.")
+        if intermediate or extra or verbose:
+            values = plan.run_dict(feeds, keep_all=True) if not verbose else self._run_verbose(feeds, verbose, fLOG)
+            if intermediate:
+                return {n: _output_value(values[s]) for n, s in plan.slots.items()}
+            return {n: _output_value(values[plan.slots[n]]) for n in wanted}
+        values = plan.run_dict(feeds)
+        slots = plan.slots
+        return {n: _output_value(values[slots[n]]) for n in wanted}
+
+    def _run_verbose(self, feeds: dict[str, Any], verbose: int, fLOG: Any) -> list[Any]:
+        log = fLOG or (lambda *a: print(*a, file=sys.stdout))
+        plan = self.plan
+        values = plan._template.copy()
+        for name, v in feeds.items():
+            values[plan.slots[name]] = v
+
+        def trace(st: Step, args: list[Any], res: tuple[Any, ...], dt: float) -> None:
+            from .errors import describe_value
+
+            ins = ", ".join(describe_value(a) for a in args)
+            outs = ", ".join(describe_value(r) for r in res)
+            log(f"{st.op_type}({st.name!r}) [{ins}] -> [{outs}] {dt * 1e3:.3f} ms")
+
+        plan._execute_keep(values, trace)
+        return values
+
+    # ------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"OnnxInference(inputs={self.input_names!r}, outputs={self.output_names!r}, nodes={len(self.plan.steps)})"

@@ -1,0 +1,315 @@
+"""The execution plan: values in a flat list of slots, each step a bound kernel with slot indices."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import GraphProto
+
+from . import registry
+from .errors import GraphError, KernelError, OnnxRuntimeError, describe_value
+from .functions import FunctionKey, GraphNode, expand, function_opsets
+from .model import initializer_array, sort_nodes
+from .ops_cpu._op import OpRun, get_schema
+
+_DISCARD = 0  # slot receiving outputs a node produces but nobody named
+
+
+@dataclass
+class Step:
+    """One node of the plan."""
+
+    op: OpRun
+    fn: Callable[..., tuple[Any, ...]]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    #: slots whose last reader is this step (released after it when not keeping values)
+    frees: tuple[int, ...]
+    #: (name, slot) of outer-scope values the node's subgraphs read
+    context: tuple[tuple[str, int], ...]
+    node: GraphNode
+
+    @property
+    def name(self) -> str:
+        return self.node.proto.name
+
+    @property
+    def op_type(self) -> str:
+        return self.node.proto.op_type
+
+
+def _readonly(arr: Any) -> Any:
+    if isinstance(arr, np.ndarray) and arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
+def _schema_body(gn: GraphNode) -> tuple[onnx.FunctionProto, dict[str, int]] | None:
+    """The schema function body of an operator onnxrt has no kernel for (context-free bodies)."""
+    node = gn.proto
+    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    opset = gn.opsets.get(domain)
+    if opset is None or registry.lookup(node.op_type, domain, opset) is not None:
+        return None
+    schema = get_schema(node.op_type, opset, domain)
+    if schema is None or not schema.has_function:
+        return None
+    try:
+        fn = schema.get_function_with_opset_version(opset)
+    except Exception:  # noqa: BLE001  (older onnx: only the body of the schema's own version)
+        fn = schema.function_body
+    if fn is None or not fn.node:
+        return None
+    fn_proto = onnx.FunctionProto()
+    fn_proto.CopyFrom(fn)
+    fn_proto.name = node.op_type
+    return fn_proto, function_opsets(fn_proto, gn.opsets)
+
+
+class Plan:
+    """A graph compiled once: kernels bound to slot indices, values released after their last reader.
+
+    ``outer_names`` are the names visible from enclosing graphs (for subgraphs); the ones
+    this graph actually reads are listed in :attr:`outer_inputs` and passed at run time
+    through ``context``.
+    """
+
+    def __init__(
+        self,
+        graph: GraphProto,
+        opsets: dict[str, int],
+        base_dir: str | None = None,
+        functions: dict[FunctionKey, onnx.FunctionProto] | None = None,
+        outer_names: set[str] | frozenset[str] = frozenset(),
+        options: Any = None,
+    ):
+        self.graph = graph
+        self.name = graph.name
+        self.opsets = opsets
+        self.base_dir = base_dir
+        self.functions = functions or {}
+        self.options = options
+
+        # --- constants -------------------------------------------------------------
+        self.initializers: dict[str, Any] = {}
+        for init in graph.initializer:
+            self.initializers[init.name] = _readonly(initializer_array(init, base_dir))
+        for sp in graph.sparse_initializer:
+            from .ops_cpu._op import _sparse_to_dense
+
+            self.initializers[sp.values.name] = _readonly(_sparse_to_dense(sp))
+        self.input_names = [i.name for i in graph.input]
+        self.output_names = [o.name for o in graph.output]
+        seen: set[str] = set()
+        for name in self.input_names:
+            if name in seen:
+                raise GraphError(f"Graph {graph.name!r} declares input {name!r} twice.")
+            seen.add(name)
+        #: inputs that must be fed (those without an initializer of the same name)
+        self.required_inputs = [n for n in self.input_names if n not in self.initializers]
+
+        # --- nodes: expand functions, sort, bind kernels --------------------------------
+        nodes = [GraphNode(n, opsets) for n in graph.node]
+        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body)
+        local = set(self.input_names) | set(self.initializers)
+        available = local | set(outer_names)
+        order = sort_nodes(nodes, available, graph.name)
+        nodes = [nodes[i] for i in order]
+        defined = set(local)
+        for gn in nodes:
+            defined.update(o for o in gn.output if o)
+        visible = defined | set(outer_names)
+        for name in self.output_names:
+            if name not in visible:
+                raise GraphError(f"Graph {graph.name!r} declares output {name!r}, which nothing defines.")
+
+        # --- slots ---------------------------------------------------------------------
+        self.slots: dict[str, int] = {}
+
+        def slot(name: str) -> int:
+            if not name:
+                return _DISCARD
+            s = self.slots.get(name)
+            if s is None:
+                s = self.slots[name] = len(self.slots) + 1
+            return s
+
+        for name in self.input_names:
+            slot(name)
+        for name in self.initializers:
+            slot(name)
+        outer_used: list[str] = []
+
+        def compile_graph_for(gn: GraphNode) -> Callable[[GraphProto, str], Plan]:
+            def compile_graph(sub: GraphProto, att_name: str) -> Plan:
+                return Plan(sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options)
+
+            return compile_graph
+
+        self.steps: list[Step] = []
+        for gn in nodes:
+            op = self._make_op(gn, compile_graph_for(gn))
+            ins = tuple(slot(n) for n in gn.input)
+            outs = tuple(slot(n) for n in gn.output)
+            ctx_names = list(op.implicit_inputs)
+            for n in ctx_names:
+                if n not in defined and n not in outer_used:
+                    outer_used.append(n)
+            ctx = tuple((n, slot(n)) for n in ctx_names)
+            self.steps.append(Step(op, op._run, ins, outs, (), ctx, gn))
+        for n in gn_inputs_from_outer(nodes, defined):
+            if n not in outer_used:
+                outer_used.append(n)
+        for n in self.output_names:
+            if n not in defined and n not in outer_used:
+                outer_used.append(n)
+        self.outer_inputs: list[str] = outer_used
+        self._outer_slots = tuple((n, slot(n)) for n in outer_used)
+        self.n_slots = len(self.slots) + 1
+        self._output_slots = tuple(self.slots[n] for n in self.output_names)
+        self._input_slots = tuple(self.slots[n] for n in self.input_names)
+
+        # --- liveness: release a value after its last reader ----------------------------------
+        keep = set(self._output_slots) | {self.slots[n] for n in self.initializers}
+        last: dict[int, int] = {}
+        for i, st in enumerate(self.steps):
+            for s in st.inputs:
+                last[s] = i
+            for _, s in st.context:
+                last[s] = i
+            for s in st.outputs:  # an output nobody reads is released right away
+                last.setdefault(s, i)
+        frees: list[list[int]] = [[] for _ in self.steps]
+        for s, i in last.items():
+            if s not in keep and s != _DISCARD:
+                frees[i].append(s)
+        for st, fr in zip(self.steps, frees):
+            st.frees = tuple(fr)
+
+        template: list[Any] = [None] * self.n_slots
+        for name, value in self.initializers.items():
+            template[self.slots[name]] = value
+        self._template = template
+        self._fast = [(st.fn, st.inputs, st.outputs, st.frees, st.context) for st in self.steps]
+
+    # ---------------------------------------------------------------------------------
+
+    def _make_op(self, gn: GraphNode, compile_graph: Callable[..., Any]) -> OpRun:
+        node = gn.proto
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        cls, since = registry.resolve(node.op_type, domain, gn.opsets.get(domain), node.name)
+        try:
+            return cls(node, None, since_version=since, opsets=gn.opsets, compile_graph=compile_graph, session_options=self.options)
+        except OnnxRuntimeError:
+            raise
+        except Exception as e:  # a kernel constructor failing on its attributes
+            raise GraphError(f"Node {node.name!r} ({node.op_type}) cannot be built: {e}") from e
+
+    # ---------------------------------------------------------------------------------
+
+    def run_list(self, inputs: list[Any], context: dict[str, Any] | None = None) -> list[Any]:
+        """Run with inputs in declaration order; returns outputs in declaration order.
+
+        Inputs beyond ``len(inputs)`` keep their initializer values (or stay unset).
+        This is the entry point nested plans (If, Loop, Scan bodies) use.
+        """
+        values = self._template.copy()
+        for s, v in zip(self._input_slots, inputs):
+            values[s] = v
+        if self._outer_slots:
+            for name, s in self._outer_slots:
+                values[s] = context[name]  # type: ignore[index]
+        self._execute(values)
+        return [values[s] for s in self._output_slots]
+
+    def run_dict(self, feeds: dict[str, Any], context: dict[str, Any] | None = None, keep_all: bool = False) -> list[Any]:
+        """Run from a name -> value dict; returns the slot list (all values when ``keep_all``)."""
+        values = self._template.copy()
+        slots = self.slots
+        for name, v in feeds.items():
+            values[slots[name]] = v
+        if self._outer_slots:
+            for name, s in self._outer_slots:
+                values[s] = context[name]  # type: ignore[index]
+        if keep_all:
+            self._execute_keep(values)
+        else:
+            self._execute(values)
+        return values
+
+    def _execute(self, values: list[Any]) -> None:
+        step = None
+        try:
+            for step in self._fast:
+                fn, ins, outs, frees, ctx = step
+                if ctx:
+                    res = fn(*[values[i] for i in ins], context={n: values[s] for n, s in ctx})
+                else:
+                    res = fn(*[values[i] for i in ins])
+                for s, r in zip(outs, res):
+                    values[s] = r
+                for s in frees:
+                    values[s] = None
+        except Exception as e:
+            index = self._fast.index(step) if step is not None else 0
+            raise self._wrap(e, index, values) from e
+
+    def _execute_keep(self, values: list[Any], trace: Callable[..., None] | None = None) -> None:
+        """Run keeping every value (no release); ``trace(step, args, results, seconds)`` after each node."""
+        for i, st in enumerate(self.steps):
+            args = [values[s] for s in st.inputs]
+            t0 = time.perf_counter()
+            try:
+                if st.context:
+                    res = st.fn(*args, context={n: values[s] for n, s in st.context})
+                else:
+                    res = st.fn(*args)
+            except Exception as e:
+                raise self._wrap(e, i, values) from e
+            dt = time.perf_counter() - t0
+            for s, r in zip(st.outputs, res):
+                values[s] = r
+            if trace is not None:
+                trace(st, args, res, dt)
+
+    def _wrap(self, e: BaseException, index: int, values: list[Any]) -> OnnxRuntimeError:
+        st = self.steps[index]
+        shown = ", ".join(
+            f"{n or '<none>'}: {describe_value(values[s]) if s != _DISCARD else 'None'}"
+            for n, s in zip(st.node.input, st.inputs)
+        )
+        where = f" (inlined from {st.node.origin!r})" if st.node.origin else ""
+        msg = f"Node {st.name!r} ({st.op_type}){where} failed on inputs [{shown}]: {e}"
+        if isinstance(e, OnnxRuntimeError):
+            cls: type[OnnxRuntimeError] = type(e)
+        elif isinstance(e, MemoryError):
+            from .errors import AllocationError
+
+            cls = AllocationError
+        else:
+            cls = KernelError
+        try:
+            return cls(msg)
+        except Exception:  # noqa: BLE001  (a subclass with another constructor)
+            return KernelError(msg)
+
+    def value_names(self) -> list[str]:
+        """Every named value in slot order."""
+        return sorted(self.slots, key=self.slots.__getitem__)
+
+
+def gn_inputs_from_outer(nodes: list[GraphNode], defined: set[str]) -> list[str]:
+    """Direct node inputs that come from an enclosing graph."""
+    out: list[str] = []
+    for gn in nodes:
+        for n in gn.input:
+            if n and n not in defined and n not in out:
+                out.append(n)
+    return out
+

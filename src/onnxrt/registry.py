@@ -1,0 +1,145 @@
+"""The operator registry: (domain, op_type, since_version) -> kernel class, resolved once per model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from .errors import OnnxRuntimeError, UnsupportedOperatorError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ops_cpu._op import OpRun
+
+T = TypeVar("T", bound=type)
+
+#: (domain, op_type) -> {since_version: class}
+_REGISTRY: dict[tuple[str, str], dict[int, type]] = {}
+_LOADED = False
+
+
+class RegistryError(OnnxRuntimeError):
+    """Two kernels registered under the same key, or a malformed registration."""
+
+
+def normalize_domain(domain: str | None) -> str:
+    """``""`` and ``"ai.onnx"`` name the same domain."""
+    if not domain or domain == "ai.onnx":
+        return ""
+    return domain
+
+
+def register(
+    op_type: str | None = None,
+    versions: Iterable[int] = (1,),
+    domain: str = "",
+) -> Callable[[T], T]:
+    """Class decorator registering a kernel for every listed ``since_version``.
+
+    A version bump that only widens types reuses the class: list every version the
+    class implements. A duplicate key raises at import::
+
+        @register("Relu", versions=(1, 6, 13, 14))
+        class Relu(OpRun): ...
+    """
+    vers = tuple(sorted(set(int(v) for v in versions)))
+    if not vers:
+        raise RegistryError("register() needs at least one version.")
+
+    def deco(cls: T) -> T:
+        name = op_type or cls.__name__
+        dom = normalize_domain(domain)
+        table = _REGISTRY.setdefault((dom, name), {})
+        for v in vers:
+            if v in table and table[v] is not cls:
+                raise RegistryError(
+                    f"Operator {name!r} of domain {dom!r} version {v} is registered twice "
+                    f"({table[v].__module__}.{table[v].__name__} and {cls.__module__}.{cls.__name__})."
+                )
+            table[v] = cls
+        # The class keeps every key it serves; one class can serve several op types.
+        keys = dict(getattr(cls, "_registered", {}))
+        keys[(dom, name)] = tuple(sorted(set(keys.get((dom, name), ())) | set(vers)))
+        cls._registered = keys  # type: ignore[attr-defined]
+        if "op_type" not in cls.__dict__:
+            cls.op_type = name  # type: ignore[attr-defined]
+        if "op_domain" not in cls.__dict__:
+            cls.op_domain = dom  # type: ignore[attr-defined]
+        return cls
+
+    return deco
+
+
+def register_function(
+    op_type: str,
+    fn: Callable[..., object],
+    domain: str,
+    versions: Iterable[int] = (1,),
+    n_outputs: int = 1,
+    **attribute_defaults: object,
+) -> type:
+    """Register a Python function as a custom operator in about one line.
+
+    ``fn(*inputs, **attributes)`` returns one array (``n_outputs == 1``) or a tuple.
+    Attributes default to ``attribute_defaults``; the node's attributes override them.
+    """
+    from .ops_cpu._op import OpRun
+
+    def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):  # noqa: ARG001
+        res = fn(*inputs, **self.atts_value)
+        return (res,) if n_outputs == 1 else tuple(res)
+
+    cls = type(op_type, (OpRun,), {"_run": _run, "attribute_defaults": dict(attribute_defaults)})
+    return register(op_type, versions=versions, domain=domain)(cls)
+
+
+def _ensure_loaded() -> None:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from . import ops_cpu, ops_ml  # noqa: F401  (importing registers every kernel)
+
+
+def registered() -> dict[tuple[str, str], dict[int, type]]:
+    """A copy of the table: ``{(domain, op_type): {since_version: class}}``."""
+    _ensure_loaded()
+    return {k: dict(v) for k, v in _REGISTRY.items()}
+
+
+def versions_of(op_type: str, domain: str = "") -> list[int]:
+    """The since_versions onnxrt has for an operator (empty when it has none)."""
+    _ensure_loaded()
+    return sorted(_REGISTRY.get((normalize_domain(domain), op_type), {}))
+
+
+def lookup(op_type: str, domain: str, opset: int) -> tuple[type[OpRun], int] | None:
+    """The class and since_version for a model whose opset of ``domain`` is ``opset``."""
+    _ensure_loaded()
+    table = _REGISTRY.get((normalize_domain(domain), op_type))
+    if not table:
+        return None
+    best = max((v for v in table if v <= opset), default=None)
+    if best is None:
+        return None
+    return table[best], best
+
+
+def resolve(op_type: str, domain: str, opset: int | None, node_name: str = "") -> tuple[type[OpRun], int]:
+    """Like :func:`lookup` but raises :class:`UnsupportedOperatorError` naming everything."""
+    dom = normalize_domain(domain)
+    shown = dom or "ai.onnx"
+    if opset is None:
+        raise UnsupportedOperatorError(
+            f"Node {node_name!r} uses operator {op_type!r} of domain {shown!r}, "
+            f"but the model imports no opset for that domain."
+        )
+    found = lookup(op_type, dom, opset)
+    if found is None:
+        have = versions_of(op_type, dom)
+        if have:
+            detail = f"onnxrt implements versions {have}"
+        else:
+            detail = "onnxrt has no kernel for this operator"
+        raise UnsupportedOperatorError(
+            f"Node {node_name!r} uses operator {op_type!r} of domain {shown!r} at opset {opset}; {detail}."
+        )
+    return found

@@ -1,0 +1,103 @@
+"""InferenceSession: the onnxruntime-compatible front of the engine."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from .dtypes import type_shape, type_string
+from .errors import InvalidFeedError
+from .inference import OnnxInference
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    """Optimisation levels, with onnxruntime's names."""
+
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+
+class SessionOptions:
+    """Options of a session; the attribute names follow onnxruntime's where they exist."""
+
+    def __init__(self) -> None:
+        self.graph_optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.enable_profiling: bool = False
+        self.profile_file_prefix: str = "onnxrt_profile"
+        self.intra_op_num_threads: int = 0
+        self.inter_op_num_threads: int = 0
+        self.log_severity_level: int = 2
+        #: refuse any single tensor larger than this many bytes (None: no cap)
+        self.max_tensor_bytes: int | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionOptions({vars(self)!r})"
+
+
+class RunOptions:
+    """Per-run options (kept for onnxruntime compatibility)."""
+
+    def __init__(self) -> None:
+        self.log_severity_level = 2
+        self.run_tag = ""
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """A graph input or output as onnxruntime describes it."""
+
+    name: str
+    shape: list[int | str | None] | None
+    type: str
+
+
+class InferenceSession:
+    """``InferenceSession(model, sess_options=None, providers=None)``; ``run(output_names, input_feed)``.
+
+    ``model`` is a path, bytes, a binary file object or an ``onnx.ModelProto``.
+    ``run`` returns a list in the order of ``output_names`` (all outputs when None);
+    any named value of the graph may be requested.
+    """
+
+    def __init__(self, path_or_bytes: Any, sess_options: SessionOptions | None = None, providers: Any = None, **kwargs: Any):
+        self._options = sess_options or SessionOptions()
+        self._providers = list(providers) if providers else ["CPUExecutionProvider"]
+        self._engine = OnnxInference(path_or_bytes, options=self._options)
+        graph = self._engine.model.graph
+        inits = set(self._engine.plan.initializers)
+        self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
+        self._overridable = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name in inits]
+        self._outputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.output]
+
+    @property
+    def engine(self) -> OnnxInference:
+        """The underlying :class:`OnnxInference`."""
+        return self._engine
+
+    def get_inputs(self) -> list[NodeArg]:
+        return list(self._inputs)
+
+    def get_outputs(self) -> list[NodeArg]:
+        return list(self._outputs)
+
+    def get_overridable_initializers(self) -> list[NodeArg]:
+        return list(self._overridable)
+
+    def get_providers(self) -> list[str]:
+        return list(self._providers)
+
+    def get_session_options(self) -> SessionOptions:
+        return self._options
+
+    def get_modelmeta(self) -> Any:
+        return self._engine.model
+
+    def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None = None) -> list[Any]:
+        names = list(output_names) if output_names else list(self._engine.output_names)
+        if not isinstance(input_feed, dict):
+            raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
+        res = self._engine.run(input_feed, output_names=names)
+        return [res[n] for n in names]

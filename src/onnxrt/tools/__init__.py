@@ -1,0 +1,1 @@
+"""Tools around the engine: input generation, comparison with onnxruntime, profiling, export."""

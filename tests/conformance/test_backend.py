@@ -1,0 +1,52 @@
+"""The official ONNX conformance suite (onnx.backend.test) over onnxrt.backend.
+
+Kinds run: node, simple, pytorch-converted, pytorch-operator. The 'real' kind is
+excluded (its models are fetched from the network by the suite; the light versions
+shipped with onnx are checked by the benchmarks and tests/engine/test_light_models.py).
+Expected failures live in ``expected_failures.txt``: one regular expression per line,
+each with the reason after ``#``. An unexpected success fails the run, so the list
+can only shrink.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import onnx
+import onnx.backend.test
+
+import onnxrt.backend
+
+HERE = Path(__file__).parent
+
+
+def load_expected_failures(path: Path = HERE / "expected_failures.txt") -> list[tuple[str, str]]:
+    """(pattern, reason) pairs; a line without a reason is an error."""
+    out = []
+    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, sep, reason = line.partition("#")
+        if not sep or not reason.strip():
+            raise ValueError(f"{path.name}:{lineno}: expected failure {pattern.strip()!r} gives no reason.")
+        out.append((pattern.strip(), reason.strip()))
+    return out
+
+
+EXPECTED_FAILURES = load_expected_failures()
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    backend_test = onnx.backend.test.BackendTest(onnxrt.backend.OnnxrtBackend, __name__)
+
+_real_dir = Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "real"
+for _name in sorted(os.listdir(_real_dir)) if _real_dir.exists() else []:
+    backend_test.exclude(f"^{_name}_")
+
+for _pattern, _reason in EXPECTED_FAILURES:
+    backend_test.xfail(_pattern)
+
+globals().update(backend_test.test_cases)

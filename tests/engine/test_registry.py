@@ -1,0 +1,78 @@
+"""The registry: every registered (op, version) exists in onnx.defs; resolution picks the right version."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx.defs
+import pytest
+from onnx import helper
+
+from onnxrt import registry
+from onnxrt.errors import UnsupportedOperatorError
+from onnxrt.ops_cpu import OpRun
+from onnxrt.registry import RegistryError, register
+
+SCHEMA_VERSIONS: dict[tuple[str, str], set[int]] = {}
+for _s in onnx.defs.get_all_schemas_with_history():
+    SCHEMA_VERSIONS.setdefault((_s.domain, _s.name), set()).add(_s.since_version)
+
+OFFICIAL_DOMAINS = {"", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"}
+
+
+def test_every_registered_version_exists_in_onnx_defs():
+    table = registry.registered()
+    assert table, "nothing registered"
+    bad = []
+    for (domain, op), versions in table.items():
+        if domain not in OFFICIAL_DOMAINS:
+            continue  # custom domains registered by tests
+        known = SCHEMA_VERSIONS.get((domain, op))
+        if known is None:
+            bad.append(f"{domain}:{op} has no schema")
+            continue
+        bad.extend(f"{domain}:{op} version {v} is not a schema version {sorted(known)}" for v in versions if v not in known)
+    assert not bad, "\n".join(bad)
+
+
+def test_registered_versions_cover_every_schema_version_from_the_first():
+    """A registered operator serves every version onnx defines from its first registered one on."""
+    table = registry.registered()
+    gaps = []
+    for (domain, op), versions in table.items():
+        known = SCHEMA_VERSIONS.get((domain, op))
+        if not known:
+            continue
+        missing = sorted(v for v in known if v >= min(versions) and v not in versions)
+        if missing:
+            gaps.append(f"{domain}:{op} lacks {missing}")
+    assert not gaps, "\n".join(gaps)
+
+
+def test_resolution_picks_highest_version_not_above_opset():
+    cls, since = registry.resolve("ScatterElements", "", 17)
+    assert since == 16 and cls.__name__ == "ScatterElements"
+    assert registry.resolve("ScatterElements", "ai.onnx", 25)[1] == 18
+    with pytest.raises(UnsupportedOperatorError, match=r"opset 10; onnxrt implements versions \[11, 13, 16, 18\]"):
+        registry.resolve("ScatterElements", "", 10)
+
+
+def test_duplicate_registration_fails():
+    @register("DupOp", versions=(1,), domain="test.dup")
+    class A(OpRun):
+        pass
+
+    with pytest.raises(RegistryError, match="registered twice"):
+
+        @register("DupOp", versions=(1,), domain="test.dup")
+        class B(OpRun):
+            pass
+
+
+def test_family_table_one_line_per_operator():
+    from onnxrt.ops_cpu import family_unary
+
+    assert {s.name for s in family_unary.UNARY} <= {name for (d, name) in registry.registered() if d == ""}
+    node = helper.make_node("Relu", ["x"], ["y"])
+    (y,) = family_unary.Relu(node).run(np.array([-1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(y, [0.0, 2.0])
+    assert y.dtype == np.float32
