@@ -60,6 +60,10 @@ class KernelError(OnnxRuntimeError):
     exit_code = 8
 
 
+class InvalidTypeError(KernelError):
+    """A node input has an element type its operator's schema does not allow (no silent promotion)."""
+
+
 class IndexOutOfRangeError(KernelError):
     """An index input holds a value outside the valid range of its axis."""
 

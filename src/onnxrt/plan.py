@@ -16,6 +16,7 @@ from .errors import GraphError, KernelError, OnnxRuntimeError, describe_value
 from .functions import FunctionKey, GraphNode, expand, function_opsets
 from .model import initializer_array, sort_nodes
 from .ops_cpu._op import OpRun, get_schema
+from .typecheck import check_input_types
 
 _DISCARD = 0  # slot receiving outputs a node produces but nobody named
 
@@ -196,6 +197,8 @@ class Plan:
         for name, value in self.initializers.items():
             template[self.slots[name]] = value
         self._template = template
+        #: node input types are checked against the schemas on the first run only
+        self._types_checked = False
         self._fast = [(st.fn, st.inputs, st.outputs, st.frees, st.context) for st in self.steps]
 
     # ---------------------------------------------------------------------------------
@@ -244,6 +247,10 @@ class Plan:
         return values
 
     def _execute(self, values: list[Any]) -> None:
+        if not self._types_checked:
+            self._execute_checked(values)
+            self._types_checked = True
+            return
         step = None
         try:
             for step in self._fast:
@@ -260,12 +267,31 @@ class Plan:
             index = self._fast.index(step) if step is not None else 0
             raise self._wrap(e, index, values) from e
 
+    def _execute_checked(self, values: list[Any]) -> None:
+        """The first run: like :meth:`_execute`, checking every node's input types first."""
+        for i, st in enumerate(self.steps):
+            args = [values[s] for s in st.inputs]
+            try:
+                check_input_types(st.op, args)
+                if st.context:
+                    res = st.fn(*args, context={n: values[s] for n, s in st.context})
+                else:
+                    res = st.fn(*args)
+            except Exception as e:
+                raise self._wrap(e, i, values) from e
+            for s, r in zip(st.outputs, res):
+                values[s] = r
+            for s in st.frees:
+                values[s] = None
+
     def _execute_keep(self, values: list[Any], trace: Callable[..., None] | None = None) -> None:
         """Run keeping every value (no release); ``trace(step, args, results, seconds)`` after each node."""
         for i, st in enumerate(self.steps):
             args = [values[s] for s in st.inputs]
             t0 = time.perf_counter()
             try:
+                if not self._types_checked:
+                    check_input_types(st.op, args)
                 if st.context:
                     res = st.fn(*args, context={n: values[s] for n, s in st.context})
                 else:
@@ -277,6 +303,7 @@ class Plan:
                 values[s] = r
             if trace is not None:
                 trace(st, args, res, dt)
+        self._types_checked = True
 
     def _wrap(self, e: BaseException, index: int, values: list[Any]) -> OnnxRuntimeError:
         st = self.steps[index]

@@ -355,3 +355,30 @@ def test_custom_operator_in_ten_lines():
     (y,) = onnxrt.InferenceSession(model).run(None, {"x": np.array([1.0, 2.0], np.float32)})
     np.testing.assert_array_equal(y, [3.0, 12.0])
     assert y.dtype == np.float32
+
+
+# ------------------------------------------------------------------------------------------
+# element types against the schemas
+# ------------------------------------------------------------------------------------------
+
+
+def test_forbidden_input_type_rejected_at_run():
+    model = make_single_node_model("Relu", [("x", TensorProto.INT32, [2])], [("y", TensorProto.INT32, [2])], opset=13, node_name="r")
+    sess = onnxrt.InferenceSession(model)
+    with pytest.raises(onnxrt.InvalidTypeError, match=r"Node 'r' \(Relu\): input 'X' has type tensor\(int32\), which Relu-13 does not accept"):
+        sess.run(None, {"x": np.array([1, -1], np.int32)})
+    # Relu-14 accepts int32
+    model = make_single_node_model("Relu", [("x", TensorProto.INT32, [2])], [("y", TensorProto.INT32, [2])], opset=14)
+    (y,) = onnxrt.InferenceSession(model).run(None, {"x": np.array([1, -1], np.int32)})
+    np.testing.assert_array_equal(y, [1, 0])
+    assert y.dtype == np.int32
+
+
+def test_no_silent_promotion_between_inputs():
+    model = make_single_node_model(
+        "Add", [("a", TensorProto.FLOAT, [2]), ("b", TensorProto.DOUBLE, [2])], [("y", TensorProto.FLOAT, [2])], node_name="plus"
+    )
+    sess = onnxrt.InferenceSession(model)
+    for _ in range(2):  # the check is not skipped on later runs when the first one failed
+        with pytest.raises(onnxrt.InvalidTypeError, match=r"input 'B' has type tensor\(double\) but input 'A' has tensor\(float\)"):
+            sess.run(None, {"a": np.ones(2, np.float32), "b": np.ones(2, np.float64)})
