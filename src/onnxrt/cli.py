@@ -59,28 +59,40 @@ def _describe(value: Any) -> tuple[str, str]:
     return "-", type(value).__name__
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _session_and_feeds(args: argparse.Namespace, options: Any = None) -> tuple[Any, dict[str, Any], str]:
+    """The session of ``args.model`` (the demo model when None) and its feeds: the
+    ``--input`` files, random values from the declared types for the others."""
     from . import InferenceSession
     from .tools.inputs import random_feeds
 
     path = args.model or demo_model_path()
-    sess = InferenceSession(path)
+    sess = InferenceSession(path, options)
     feeds = _parse_inputs(args.input)
+    known = {i.name for i in sess.get_inputs()} | {i.name for i in sess.get_overridable_initializers()}
+    for name in feeds:
+        if name not in known:
+            raise CliError(f"--input names {name!r}, which is not an input of the model ({sorted(known)})")
     missing = [i.name for i in sess.get_inputs() if i.name not in feeds]
     if missing:
-        rnd = random_feeds(sess.engine.model, seed=args.seed)
+        try:
+            rnd = random_feeds(sess.engine.model, seed=args.seed)
+        except ValueError as e:
+            raise CliError(str(e)) from None
         for name in missing:
             feeds[name] = rnd[name]
         print(f"random inputs for {', '.join(repr(m) for m in missing)} (seed {args.seed})")
+    return sess, feeds, path
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    sess, feeds, path = _session_and_feeds(args)
+    t0 = time.perf_counter()
     if args.verbose:
-        t0 = time.perf_counter()
-        res = sess.engine.run(feeds, verbose=1)
+        res = sess.engine.run(feeds, verbose=args.verbose)
         outs = [res[n] for n in sess.engine.output_names]
-        elapsed = time.perf_counter() - t0
     else:
-        t0 = time.perf_counter()
         outs = sess.run(None, feeds)
-        elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
     print(f"model: {path}")
     for meta, value in zip(sess.get_outputs(), outs):
         shape, dtype = _describe(value)
@@ -97,16 +109,156 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _latencies(fn: Any, feeds: dict[str, Any], runs: int, label: str) -> np.ndarray:
+    from tqdm import tqdm
+
+    fn(feeds)  # warm-up
+    times = []
+    for _ in tqdm(range(runs), desc=label, unit="run", leave=False, file=sys.stderr):
+        t0 = time.perf_counter()
+        fn(feeds)
+        times.append(time.perf_counter() - t0)
+    return np.array(times)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    sess, feeds, path = _session_and_feeds(args)
+    if args.runs < 1:
+        raise CliError("--runs must be at least 1")
+    rows = [("onnxrt", _latencies(lambda f: sess.run(None, f), feeds, args.runs, "onnxrt"))]
+    if not args.no_ort:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            print("onnxruntime is not installed: timing onnxrt alone")
+        else:
+            osess = ort.InferenceSession(sess.engine.model.SerializeToString(), providers=["CPUExecutionProvider"])
+            rows.append(("onnxruntime", _latencies(lambda f: osess.run(None, f), feeds, args.runs, "onnxruntime")))
+    print(f"model: {path} ({args.runs} runs)")
+    print(f"{'runtime':<12} {'min':>10} {'median':>10} {'p90':>10}")
+    for name, t in rows:
+        print(f"{name:<12} {t.min() * 1e3:>8.3f}ms {np.median(t) * 1e3:>8.3f}ms {np.percentile(t, 90) * 1e3:>8.3f}ms")
+    if len(rows) == 2:
+        print(f"onnxrt / onnxruntime (median): {np.median(rows[0][1]) / np.median(rows[1][1]):.2f}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    import json
+
+    from tqdm import tqdm
+
+    from . import SessionOptions
+    from .tools.profiling import summarize, svg_bar_chart
+
+    opts = SessionOptions()
+    opts.enable_profiling = True
+    sess, feeds, path = _session_and_feeds(args, opts)
+    for _ in tqdm(range(args.runs), desc="profiling", unit="run", leave=False, file=sys.stderr):
+        sess.run(None, feeds)
+    trace = sess.end_profiling()
+    with open(trace, encoding="utf-8") as f:
+        events = json.load(f)
+    ops, slow = summarize(events)
+    total = sum(t for _, t, _ in ops) or 1.0
+    print(f"model: {path} ({args.runs} runs); trace: {trace}")
+    print(f"{'operator':<28} {'calls':>6} {'total ms':>10} {'share':>7}")
+    for op, t, n in ops:
+        print(f"{op:<28} {n:>6} {t / 1e3:>10.3f} {100 * t / total:>6.1f}%")
+    print("\nten slowest nodes (total over the runs):")
+    for name, op, t in slow:
+        print(f"  {name:<40} {op:<20} {t / 1e3:>10.3f} ms")
+    chart = args.chart or os.path.splitext(trace)[0] + ".svg"
+    svg = svg_bar_chart([(op, t / 1e3 / args.runs) for op, t, _ in ops[:25]], f"time per run by operator: {os.path.basename(path)}")
+    try:
+        with open(chart, "w", encoding="utf-8") as f:
+            f.write(svg)
+    except OSError as e:
+        raise CliError(f"cannot write {chart!r}: {e.strerror or e}") from None
+    print(f"chart: {chart}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .tools.compare import compare, first_divergence, stats
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        raise CliError("compare needs onnxruntime (pip install onnxruntime)") from None
+    sess, feeds, path = _session_and_feeds(args)
+    model = sess.engine.model
+    diffs = compare(model, feeds, rtol=args.rtol, atol=args.atol)
+    print(f"model: {path} (rtol={args.rtol}, atol={args.atol})")
+    print(f"{'output':<30} {'max abs diff':>14} {'max rel diff':>14}  status")
+    for d in diffs:
+        print(f"{d.name:<30} {d.max_abs:>14.6g} {d.max_rel:>14.6g}  {'ok' if d.ok else 'MISMATCH'} {d.note}")
+    if all(d.ok for d in diffs):
+        return 0
+    div = first_divergence(model, feeds, rtol=args.rtol, atol=args.atol, progress=lambda it: tqdm(it, desc="searching", leave=False, file=sys.stderr))
+    if div is None:
+        print("no single node output diverges: the difference builds up across nodes")
+    else:
+        print(f"first diverging node: {div.node_name!r} ({div.op_type}), output {div.output!r}")
+        print(f"  max abs diff {div.diff.max_abs:.6g}, max rel diff {div.diff.max_rel:.6g} {div.diff.note}")
+        print(f"  onnxrt:      {stats(div.ours)}")
+        print(f"  onnxruntime: {stats(div.theirs)}")
+    return 1
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from .tools.ops_table import markdown, rows
+
+    if args.markdown:
+        print(markdown())
+        return 0
+    for dom, op, have, known in rows(custom=True):
+        if args.domain is not None and dom != args.domain:
+            continue
+        if not have and not args.all:
+            continue
+        print(f"{dom or 'ai.onnx':<26} {op:<32} {','.join(map(str, have)) or '-':<28} onnx: {','.join(map(str, known)) or 'custom'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="onnxrt", description="Run, inspect and benchmark ONNX models with onnxrt.")
+    parser = argparse.ArgumentParser(prog="onnxrt", description="Run, inspect, profile and compare ONNX models with onnxrt.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = sub.add_parser("run", help="run a model (the shipped demo model when none is given)")
-    run.add_argument("model", nargs="?", help="path of the .onnx model (default: the demo model)")
-    run.add_argument("--input", "-i", action="append", metavar="NAME=FILE.npy", help="feed an input from a .npy file (repeatable); missing inputs are random")
+
+    def model_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("model", nargs="?", help="path of the .onnx model (default: the demo model shipped with onnxrt)")
+        p.add_argument("--input", "-i", action="append", metavar="NAME=FILE.npy", help="feed an input from a .npy file (repeatable); other inputs get random values from their declared types")
+        p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+        return p
+
+    run = model_command("run", "run a model and print its outputs")
     run.add_argument("--output", "-o", metavar="FILE.npz", help="save the outputs to a .npz file")
-    run.add_argument("--verbose", "-v", action="store_true", help="print every node as it runs")
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--verbose", "-v", action="count", default=0, help="print every node as it runs (-vv adds value statistics)")
     run.set_defaults(func=cmd_run)
+
+    bench = model_command("bench", "measure latency (min, median, p90), against onnxruntime when installed")
+    bench.add_argument("--runs", "-n", type=int, default=50, help="number of timed runs (default 50)")
+    bench.add_argument("--no-ort", action="store_true", help="do not time onnxruntime")
+    bench.set_defaults(func=cmd_bench)
+
+    prof = model_command("profile", "time every node: a table by operator type, the ten slowest nodes, an SVG chart")
+    prof.add_argument("--runs", "-n", type=int, default=10, help="number of profiled runs (default 10)")
+    prof.add_argument("--chart", metavar="FILE.svg", help="where to write the chart (default: beside the trace)")
+    prof.set_defaults(func=cmd_profile)
+
+    comp = model_command("compare", "compare outputs with onnxruntime; on a mismatch, find the first diverging node")
+    comp.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    comp.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
+    comp.set_defaults(func=cmd_compare)
+
+    ops = sub.add_parser("ops", help="list the supported operators and versions per domain", description="list the supported operators and versions per domain")
+    ops.add_argument("--domain", help="only this domain ('' for ai.onnx)")
+    ops.add_argument("--all", action="store_true", help="also list the operators onnxrt lacks")
+    ops.add_argument("--markdown", action="store_true", help="print docs/operators.md")
+    ops.set_defaults(func=cmd_ops)
     return parser
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import onnx
 
 from .dtypes import elem_name, same_dtype, type_shape, type_string
-from .errors import InvalidFeedError
+from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from .model import check_versions, load_model
 from .plan import Plan, Step
@@ -86,6 +87,36 @@ def _check_feed(spec: _InputSpec, value: Any) -> Any:
     return value
 
 
+def _stats(value: Any) -> str:
+    """min/max/mean/NaN count of a numeric array, for verbose=2."""
+    if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind not in "biufc":
+        return ""
+    v = value.astype(np.float64) if value.dtype.kind != "c" else np.abs(value)
+    nans = int(np.isnan(v).sum())
+    finite = v[~np.isnan(v)] if nans else v
+    if finite.size == 0:
+        return f" nan={nans}"
+    return f" min={finite.min():.6g} max={finite.max():.6g} mean={finite.mean():.6g} nan={nans}"
+
+
+def _verbose_trace(level: int, fLOG: Any, inner: Callable[..., None] | None) -> Callable[..., None]:
+    log = fLOG or (lambda *a: print(*a, file=sys.stdout))
+
+    def trace(st: Step, args: list[Any], res: tuple[Any, ...], dt: float) -> None:
+        ins = ", ".join(describe_value(a) for a in args)
+        outs = ", ".join(describe_value(r) for r in res)
+        log(f"{st.op_type}({st.name!r}) [{ins}] -> [{outs}] {dt * 1e3:.3f} ms")
+        if level >= 2:
+            for name, r in zip(st.node.output, res):
+                stats = _stats(r)
+                if stats:
+                    log(f"    {name}:{stats}")
+        if inner is not None:
+            inner(st, args, res, dt)
+
+    return trace
+
+
 def _fmt_shape(shape: list[Any]) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
@@ -154,12 +185,16 @@ class OnnxInference:
         verbose: int = 0,
         output_names: list[str] | None = None,
         fLOG: Any = None,
+        trace: Callable[..., None] | None = None,
     ) -> dict[str, Any]:
         """Run the model; returns ``{output name: value}``.
 
         ``intermediate=True`` returns every named value of the graph (inputs, initializers
-        and every node output). ``output_names`` selects outputs, and may name any
-        intermediate value. ``verbose=1`` prints every node as it runs.
+        and every node output). ``output_names`` selects outputs and may name any
+        intermediate value. ``verbose=1`` prints every node as it runs (operator, name,
+        input and output shapes and dtypes, time); ``verbose=2`` adds statistics of each
+        output (min, max, mean, NaN count). ``fLOG`` replaces ``print`` for that output.
+        ``trace(step, args, results, seconds)`` is called after every node.
         """
         feeds = self.validate_feeds(inputs)
         plan = self.plan
@@ -167,32 +202,30 @@ class OnnxInference:
         extra = [n for n in wanted if n not in plan.output_names]
         for n in extra:
             if n not in plan.slots:
-                raise InvalidFeedError(f"Requested output {n!r} is not a value of the graph.")
-        if intermediate or extra or verbose:
-            values = plan.run_dict(feeds, keep_all=True) if not verbose else self._run_verbose(feeds, verbose, fLOG)
+                close = difflib.get_close_matches(str(n), list(plan.slots), n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise InvalidFeedError(f"Requested output {n!r} is not a value of the graph.{hint}")
+        keep = intermediate or bool(extra)
+        if keep or verbose or trace is not None:
+            hook = _verbose_trace(verbose, fLOG, trace) if verbose else trace
+            values = plan._template.copy()
+            for name, v in feeds.items():
+                values[plan.slots[name]] = v
+            plan._execute_slow(values, hook, keep=keep)
             if intermediate:
-                return {n: _output_value(values[s]) for n, s in plan.slots.items()}
-            return {n: _output_value(values[plan.slots[n]]) for n in wanted}
-        values = plan.run_dict(feeds)
+                return {n: _output_value(values[s]) for n, s in plan.slots.items() if s < len(values)}
+        else:
+            values = plan.run_dict(feeds)
         slots = plan.slots
         return {n: _output_value(values[slots[n]]) for n in wanted}
 
-    def _run_verbose(self, feeds: dict[str, Any], verbose: int, fLOG: Any) -> list[Any]:
-        log = fLOG or (lambda *a: print(*a, file=sys.stdout))
-        plan = self.plan
-        values = plan._template.copy()
-        for name, v in feeds.items():
-            values[plan.slots[name]] = v
+    def to_python(self, npz_path: str | None = None) -> str:
+        """Source of a standalone module defining ``run(inputs: dict) -> dict`` that reproduces
+        this model with onnxrt's kernels, one line per node. Initializers are embedded, or
+        written to ``npz_path`` (loaded from the module's folder) when given."""
+        from .tools.export import to_python
 
-        def trace(st: Step, args: list[Any], res: tuple[Any, ...], dt: float) -> None:
-            from .errors import describe_value
-
-            ins = ", ".join(describe_value(a) for a in args)
-            outs = ", ".join(describe_value(r) for r in res)
-            log(f"{st.op_type}({st.name!r}) [{ins}] -> [{outs}] {dt * 1e3:.3f} ms")
-
-        plan._execute_keep(values, trace)
-        return values
+        return to_python(self, npz_path=npz_path)
 
     # ------------------------------------------------------------------------------
 

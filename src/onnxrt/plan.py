@@ -62,8 +62,13 @@ def _schema_body(gn: GraphNode) -> tuple[onnx.FunctionProto, dict[str, int]] | N
     if schema is None or not schema.has_function:
         return None
     try:
-        fn = schema.get_function_with_opset_version(opset)
+        raw = schema.get_function_with_opset_version(opset)  # serialized FunctionProto, b"" if none
     except Exception:  # noqa: BLE001  (older onnx: only the body of the schema's own version)
+        raw = None
+    if isinstance(raw, bytes):
+        fn = onnx.FunctionProto()
+        fn.ParseFromString(raw)
+    else:
         fn = schema.function_body
     if fn is None or not fn.node:
         return None
@@ -241,15 +246,14 @@ class Plan:
             for name, s in self._outer_slots:
                 values[s] = context[name]  # type: ignore[index]
         if keep_all:
-            self._execute_keep(values)
+            self._execute_slow(values, keep=True)
         else:
             self._execute(values)
         return values
 
     def _execute(self, values: list[Any]) -> None:
         if not self._types_checked:
-            self._execute_checked(values)
-            self._types_checked = True
+            self._execute_slow(values)
             return
         step = None
         try:
@@ -267,30 +271,18 @@ class Plan:
             index = self._fast.index(step) if step is not None else 0
             raise self._wrap(e, index, values) from e
 
-    def _execute_checked(self, values: list[Any]) -> None:
-        """The first run: like :meth:`_execute`, checking every node's input types first."""
+    def _execute_slow(
+        self, values: list[Any], trace: Callable[..., None] | None = None, keep: bool = False
+    ) -> None:
+        """The instrumented loop: type checks (first run), ``trace(step, args, results, seconds)``
+        after each node, and every value kept when ``keep`` (for ``intermediate=True``)."""
+        check = not self._types_checked
+        perf = time.perf_counter
         for i, st in enumerate(self.steps):
             args = [values[s] for s in st.inputs]
+            t0 = perf()
             try:
-                check_input_types(st.op, args)
-                if st.context:
-                    res = st.fn(*args, context={n: values[s] for n, s in st.context})
-                else:
-                    res = st.fn(*args)
-            except Exception as e:
-                raise self._wrap(e, i, values) from e
-            for s, r in zip(st.outputs, res):
-                values[s] = r
-            for s in st.frees:
-                values[s] = None
-
-    def _execute_keep(self, values: list[Any], trace: Callable[..., None] | None = None) -> None:
-        """Run keeping every value (no release); ``trace(step, args, results, seconds)`` after each node."""
-        for i, st in enumerate(self.steps):
-            args = [values[s] for s in st.inputs]
-            t0 = time.perf_counter()
-            try:
-                if not self._types_checked:
+                if check:
                     check_input_types(st.op, args)
                 if st.context:
                     res = st.fn(*args, context={n: values[s] for n, s in st.context})
@@ -298,11 +290,14 @@ class Plan:
                     res = st.fn(*args)
             except Exception as e:
                 raise self._wrap(e, i, values) from e
-            dt = time.perf_counter() - t0
+            dt = perf() - t0
             for s, r in zip(st.outputs, res):
                 values[s] = r
             if trace is not None:
                 trace(st, args, res, dt)
+            if not keep:
+                for s in st.frees:
+                    values[s] = None
         self._types_checked = True
 
     def _wrap(self, e: BaseException, index: int, values: list[Any]) -> OnnxRuntimeError:

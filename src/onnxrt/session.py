@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from .dtypes import type_shape, type_string
 from .errors import InvalidFeedError
 from .inference import OnnxInference
+from .tools.profiling import Profiler
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -71,6 +73,9 @@ class InferenceSession:
         self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
         self._overridable = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name in inits]
         self._outputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.output]
+        self._profiler: Profiler | None = None
+        if self._options.enable_profiling:
+            self._profiler = Profiler(self._options.profile_file_prefix)
 
     @property
     def engine(self) -> OnnxInference:
@@ -99,5 +104,24 @@ class InferenceSession:
         names = list(output_names) if output_names else list(self._engine.output_names)
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
-        res = self._engine.run(input_feed, output_names=names)
+        if self._profiler is not None:
+            t0 = time.perf_counter_ns()
+            res = self._engine.run(input_feed, output_names=names, trace=self._profiler.node_trace())
+            self._profiler.model_event(t0, time.perf_counter_ns())
+        else:
+            res = self._engine.run(input_feed, output_names=names)
         return [res[n] for n in names]
+
+    def end_profiling(self) -> str:
+        """Stop profiling and write the trace (Chrome trace event format); returns its path.
+
+        Returns ``""`` when profiling was not enabled, as onnxruntime does.
+        """
+        if self._profiler is None:
+            return ""
+        path = self._profiler.write()
+        self._profiler = None
+        return path
+
+    def get_profiling_start_time_ns(self) -> int:
+        return self._profiler.start_ns if self._profiler is not None else 0
