@@ -139,7 +139,11 @@ class OnnxInference:
     """
 
     def __init__(self, model: Any, options: Any = None):
-        proto, base_dir = load_model(model)
+        self._build(model, options)
+
+    def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
+        proto, found_dir = load_model(model)
+        base_dir = found_dir or base_dir
         self.model: onnx.ModelProto = proto
         self.base_dir = base_dir
         self.options = options
@@ -218,6 +222,13 @@ class OnnxInference:
             values = plan.run_dict(feeds)
         slots = plan.slots
         return {n: _output_value(values[slots[n]]) for n in wanted}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as the model's bytes, its folder and the options; the plan is rebuilt on load."""
+        return {"model": self.model.SerializeToString(), "base_dir": self.base_dir, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._build(state["model"], state["options"], state["base_dir"])
 
     def to_python(self, npz_path: str | None = None) -> str:
         """Source of a standalone module defining ``run(inputs: dict) -> dict`` that reproduces

@@ -77,6 +77,18 @@ class InferenceSession:
         if self._options.enable_profiling:
             self._profiler = Profiler(self._options.profile_file_prefix)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Sessions pickle (for multiprocessing): the engine is rebuilt from the model's bytes;
+        a profiling session starts a fresh trace in the copy."""
+        state = dict(self.__dict__)
+        state["_profiler"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._options.enable_profiling:
+            self._profiler = Profiler(self._options.profile_file_prefix)
+
     @property
     def engine(self) -> OnnxInference:
         """The underlying :class:`OnnxInference`."""

@@ -1,0 +1,76 @@
+"""Sessions under concurrent load and across processes: threads, pickling."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+
+import onnxrt
+from onnxrt.cli import demo_model_path
+
+
+def _feeds(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"ids": rng.integers(0, 32, size=(1, 6)).astype(np.int64)}
+
+
+def test_one_session_eight_threads_fifty_runs():
+    sess = onnxrt.InferenceSession(demo_model_path())
+    expected = {seed: sess.run(None, _feeds(seed)) for seed in range(8)}
+    errors: list[BaseException] = []
+    results: dict[tuple[int, int], list[np.ndarray]] = {}
+    barrier = threading.Barrier(8)
+
+    def worker(seed: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(50):
+                results[(seed, i)] = sess.run(None, _feeds(seed))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 400
+    for (seed, _), outs in results.items():
+        for got, want in zip(outs, expected[seed]):
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype
+
+
+def test_session_pickles_and_the_copy_runs():
+    sess = onnxrt.InferenceSession(demo_model_path())
+    copy = pickle.loads(pickle.dumps(sess))
+    feeds = _feeds(3)
+    for a, b in zip(sess.run(None, feeds), copy.run(None, feeds)):
+        np.testing.assert_array_equal(a, b)
+    assert [i.name for i in copy.get_inputs()] == ["ids"]
+    oinf = pickle.loads(pickle.dumps(onnxrt.OnnxInference(demo_model_path())))
+    np.testing.assert_array_equal(oinf.run(feeds)["histogram"], sess.run(["histogram"], feeds)[0])
+
+
+def test_profiling_session_pickles(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    opts = onnxrt.SessionOptions()
+    opts.enable_profiling = True
+    sess = onnxrt.InferenceSession(demo_model_path(), opts)
+    sess.run(None, _feeds(0))
+    copy = pickle.loads(pickle.dumps(sess))
+    copy.run(None, _feeds(1))
+    assert copy.end_profiling().endswith(".json")
+    assert sess.end_profiling().endswith(".json")
+
+
+def test_returned_arrays_are_not_reused_by_later_runs():
+    sess = onnxrt.InferenceSession(demo_model_path())
+    first = sess.run(None, _feeds(0))
+    kept = [a.copy() for a in first]
+    sess.run(None, _feeds(1))
+    for a, b in zip(first, kept):
+        np.testing.assert_array_equal(a, b)
