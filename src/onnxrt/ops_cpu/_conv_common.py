@@ -1,0 +1,293 @@
+"""Shared by convolution and pooling: attribute normalisation, pads/auto_pad/output-shape arithmetic, padding, im2col, scratch buffers, fused activations."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from math import prod
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..errors import InvalidAttributeError, KernelError
+
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+#: element types computed in float32 and cast back (numpy has no fast float16 / bfloat16 BLAS)
+_WIDENED = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """float64 stays float64, everything else floating computes in float32."""
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def as_compute(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a`` in the compute dtype, without a copy when it already is."""
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# attributes and geometry
+# ---------------------------------------------------------------------------------------
+
+
+def spatial_attr(value: Sequence[int] | None, n: int, default: int, name: str) -> tuple[int, ...]:
+    """A per-spatial-axis attribute (strides, dilations) with its default, checked for length and sign."""
+    if value is None or len(value) == 0:
+        return (default,) * n
+    if len(value) != n:
+        raise KernelError(f"Attribute {name!r} has {len(value)} values, expected one per spatial axis ({n}).")
+    out = tuple(int(v) for v in value)
+    if any(v < 1 for v in out):
+        raise KernelError(f"Attribute {name!r} must hold values >= 1, got {list(out)}.")
+    return out
+
+
+def explicit_pads(pads: Sequence[int] | None, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(begin, end) pads from the ONNX layout ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]``."""
+    if pads is None or len(pads) == 0:
+        return (0,) * n, (0,) * n
+    if len(pads) != 2 * n:
+        raise KernelError(f"Attribute 'pads' has {len(pads)} values, expected {2 * n} (begin and end per spatial axis).")
+    p = [int(v) for v in pads]
+    if any(v < 0 for v in p):
+        raise KernelError(f"Attribute 'pads' must hold values >= 0, got {p}.")
+    return tuple(p[:n]), tuple(p[n:])
+
+
+def check_auto_pad(op, value: str) -> str:
+    """Validate ``auto_pad`` at construction (raises InvalidAttributeError naming the node)."""
+    if value not in AUTO_PADS:
+        raise InvalidAttributeError(
+            f"{op._node_label()}: attribute 'auto_pad' is {value!r}, expected one of {list(AUTO_PADS)!r}."
+        )
+    return value
+
+
+def same_pads(total: int, auto_pad: str) -> tuple[int, int]:
+    """Split a total padding: the odd pixel goes to the end for SAME_UPPER, to the beginning for SAME_LOWER."""
+    if auto_pad == "SAME_LOWER":
+        return total - total // 2, total // 2
+    return total // 2, total - total // 2
+
+
+def window_geometry(
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int] | None,
+    auto_pad: str = "NOTSET",
+    ceil_mode: bool = False,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Cached :func:`_window_geometry` (the same shapes come back on every run)."""
+    return _window_geometry(
+        tuple(in_shape), tuple(kernel), tuple(strides), tuple(dilations),
+        None if pads is None else tuple(pads), auto_pad, bool(ceil_mode),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _window_geometry(
+    in_shape: tuple[int, ...],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilations: tuple[int, ...],
+    pads: tuple[int, ...] | None,
+    auto_pad: str,
+    ceil_mode: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(pads_begin, pads_end, output spatial shape) of a sliding window (Conv and pooling).
+
+    NOTSET uses ``pads``; VALID pads nothing; SAME_UPPER / SAME_LOWER choose the output
+    ``ceil(in / stride)`` and pad just enough for it (``ceil_mode`` changes nothing then).
+    With explicit pads and ``ceil_mode``, a last window starting in the end padding is
+    dropped, as the pooling spec says ("sliding windows that would start in the right
+    padded region are ignored").
+    """
+    n = len(in_shape)
+    begin, end, out = [], [], []
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        for size, k, s, d in zip(in_shape, kernel, strides, dilations):
+            o = -(-size // s)
+            total = max(0, (o - 1) * s + (k - 1) * d + 1 - size)
+            b, e = same_pads(total, auto_pad)
+            begin.append(b)
+            end.append(e)
+            out.append(o)
+        return tuple(begin), tuple(end), tuple(out)
+    if auto_pad == "VALID":
+        pb, pe = (0,) * n, (0,) * n
+    else:
+        pb, pe = explicit_pads(pads, n)
+    for size, k, s, d, b, e in zip(in_shape, kernel, strides, dilations, pb, pe):
+        span = size + b + e - ((k - 1) * d + 1)
+        if span < 0:
+            raise KernelError(
+                f"The window (kernel {list(kernel)}, dilations {list(dilations)}) is larger than the padded input "
+                f"{list(in_shape)} with pads {list(pb) + list(pe)}."
+            )
+        if ceil_mode:
+            o = -(-span // s) + 1
+            if (o - 1) * s >= size + b:  # the last window would start in the end padding
+                o -= 1
+        else:
+            o = span // s + 1
+        out.append(o)
+    return pb, pe, tuple(out)
+
+
+def kernel_from(w_shape: Sequence[int], kernel_shape: Sequence[int] | None) -> tuple[int, ...]:
+    """The kernel's spatial shape: W's, checked against the ``kernel_shape`` attribute when given."""
+    k = tuple(int(v) for v in w_shape[2:])
+    if kernel_shape is not None and len(kernel_shape) and tuple(int(v) for v in kernel_shape) != k:
+        raise KernelError(f"Attribute 'kernel_shape' is {list(kernel_shape)} but the weight's spatial shape is {list(k)}.")
+    return k
+
+
+# ---------------------------------------------------------------------------------------
+# per-thread scratch buffers (a session may run from several threads at once)
+# ---------------------------------------------------------------------------------------
+
+_TLS = threading.local()
+#: buffers above this many bytes are allocated per call instead of kept
+_MAX_KEPT_BYTES = 256 << 20
+
+
+def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """A per-thread reusable buffer of ``shape`` (uninitialised). Never return it to a caller."""
+    dtype = np.dtype(dtype)
+    size = prod(shape)
+    nbytes = size * dtype.itemsize
+    if nbytes > _MAX_KEPT_BYTES:
+        return np.empty(shape, dtype)
+    pool = getattr(_TLS, "buffers", None)
+    if pool is None:
+        pool = _TLS.buffers = {}
+    key = (name, dtype)
+    buf = pool.get(key)
+    if buf is None or buf.size < size:
+        buf = pool[key] = np.empty(max(size, 1024), dtype)
+    return buf[:size].reshape(shape)
+
+
+def release_scratch() -> None:
+    """Drop this thread's scratch buffers (tests and memory-conscious callers)."""
+    _TLS.buffers = {}
+
+
+# ---------------------------------------------------------------------------------------
+# padding and im2col
+# ---------------------------------------------------------------------------------------
+
+
+def padded(
+    x: np.ndarray,
+    begin: Sequence[int],
+    lengths: Sequence[int],
+    fill: float | int = 0,
+    buffer: str | None = None,
+) -> np.ndarray:
+    """``x`` (N, C, *S) placed at offset ``begin`` in an array of spatial ``lengths`` filled with ``fill``.
+
+    Input pixels falling beyond ``lengths`` are cut (windows never reach them). Returns
+    ``x`` itself when nothing needs padding (windows then read only part of it). With ``buffer``, the result lives
+    in a per-thread scratch buffer of that name (only its border is filled).
+    """
+    spatial = x.shape[2:]
+    if all(b == 0 for b in begin) and all(n <= s for n, s in zip(lengths, spatial)):
+        return x  # windows read inside x only: no copy
+    shape = x.shape[:2] + tuple(lengths)
+    out = scratch(buffer, shape, x.dtype) if buffer else np.empty(shape, x.dtype)
+    dst, src = [slice(None), slice(None)], [slice(None), slice(None)]
+    for b, size, length in zip(begin, spatial, lengths):
+        stop = min(b + size, length)
+        dst.append(slice(b, stop))
+        src.append(slice(0, stop - b))
+    # fill only the border: one slab before and after the copied block on each axis
+    for i, (b, size, length) in enumerate(zip(begin, spatial, lengths)):
+        stop = min(b + size, length)
+        idx = [slice(None)] * len(shape)
+        if b > 0:
+            idx[i + 2] = slice(0, b)
+            out[tuple(idx)] = fill
+        if stop < length:
+            idx[i + 2] = slice(stop, length)
+            out[tuple(idx)] = fill
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def window_view(
+    xp: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+) -> np.ndarray:
+    """Read-only strided view (N, C, *kernel, *out) of the windows of a padded input: no copy."""
+    st = xp.strides
+    sp = st[2:]
+    shape = xp.shape[:2] + tuple(kernel) + tuple(out_shape)
+    strides_ = st[:2] + tuple(a * d for a, d in zip(sp, dilations)) + tuple(a * s for a, s in zip(sp, strides))
+    return as_strided(xp, shape, strides_, writeable=False)
+
+
+def offset_view(xp: np.ndarray, offset: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out_shape: Sequence[int]) -> np.ndarray:
+    """The (N, C, *out) slice of a padded input seen by kernel position ``offset``."""
+    idx = [slice(None), slice(None)]
+    for k, s, d, o in zip(offset, strides, dilations, out_shape):
+        start = k * d
+        idx.append(slice(start, start + (o - 1) * s + 1, s))
+    return xp[tuple(idx)]
+
+
+# ---------------------------------------------------------------------------------------
+# fused activations (applied in place on a fresh output)
+# ---------------------------------------------------------------------------------------
+
+ACTIVATIONS = ("Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid")
+
+
+def apply_activation(y: np.ndarray, name: str | None, params: Sequence[float] = ()) -> np.ndarray:
+    """Apply a fused activation to ``y`` in place and return it.
+
+    Relu; LeakyRelu(alpha=0.01); Clip(min=-inf, max=inf); Sigmoid; Tanh; HardSigmoid(alpha=0.2, beta=0.5).
+    """
+    if name is None:
+        return y
+    t = y.dtype.type
+    if name == "Relu":
+        np.maximum(y, t(0), out=y)
+    elif name == "LeakyRelu":
+        alpha = t(params[0] if params else 0.01)
+        np.multiply(y, alpha, out=y, where=y < 0)
+    elif name == "Clip":
+        lo = params[0] if len(params) > 0 and params[0] is not None else -np.inf
+        hi = params[1] if len(params) > 1 and params[1] is not None else np.inf
+        np.clip(y, t(lo), t(hi), out=y)
+    elif name == "Sigmoid":
+        # 1/(1+exp(-y)) overflows for very negative y; the tanh form is exact and stable
+        y *= t(0.5)
+        np.tanh(y, out=y)
+        y += t(1)
+        y *= t(0.5)
+    elif name == "Tanh":
+        np.tanh(y, out=y)
+    elif name == "HardSigmoid":
+        alpha = t(params[0] if len(params) > 0 else 0.2)
+        beta = t(params[1] if len(params) > 1 else 0.5)
+        y *= alpha
+        y += beta
+        np.clip(y, t(0), t(1), out=y)
+    else:
+        raise KernelError(f"Fused activation {name!r} is not supported, expected one of {list(ACTIVATIONS)!r}.")
+    return y
+
+
+def to_output(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Cast a compute-dtype result back to the element type of the inputs."""
+    return y if y.dtype == dtype else y.astype(dtype)
