@@ -1,0 +1,147 @@
+"""BatchNormalization (1, 6, 7, 9, 14, 15): inference with folded statistics, and training mode."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ..registry import register
+from ._op import OpRun
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    # float16/bfloat16 statistics and products run in float32 (BatchNormalization-15 text)
+    return _F64 if dtype == _F64 else _F32
+
+
+def _param_shape(x: np.ndarray, spatial: bool) -> tuple[int, ...]:
+    """The shape the per-channel (or, non-spatial, per-activation) parameters take to broadcast against ``x``."""
+    if x.ndim < 2:
+        raise KernelError(f"BatchNormalization needs X of rank >= 2 (N x C x ...), got rank {x.ndim}.")
+    if spatial:
+        return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    return (1,) + x.shape[1:]
+
+
+def _check_param(value: np.ndarray, name: str, x: np.ndarray, spatial: bool) -> np.ndarray:
+    value = np.asarray(value)
+    expected = (x.shape[1],) if spatial else x.shape[1:]
+    if value.shape != expected and value.size != int(np.prod(expected)):
+        raise KernelError(f"{name} has shape {list(value.shape)}, expected {list(expected)} for X of shape {list(x.shape)}.")
+    return value
+
+
+def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x * a + b`` with ``a`` and ``b`` broadcast along the channels, in two passes, returned in x's dtype."""
+    cdt = _compute_dtype(x.dtype)
+    a = a.astype(cdt).reshape(shape)
+    b = b.astype(cdt).reshape(shape)
+    y = np.multiply(x, a, dtype=cdt)
+    y += b
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+def batch_normalization(
+    x: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    epsilon: float = 1e-5,
+    spatial: bool = True,
+) -> np.ndarray:
+    """Inference: ``Y = (X - mean) / sqrt(var + epsilon) * scale + B``.
+
+    The statistics fold into one scale ``a = scale / sqrt(var + epsilon)`` and one shift
+    ``b = B - mean * a`` (computed in float64, they are vectors of length C), so Y costs two
+    vectorized passes. ``spatial=False`` (versions 1 to 7) gives every activation its own
+    statistics: the parameters then have the shape of X without its batch dimension.
+    """
+    x = np.asarray(x)
+    shape = _param_shape(x, spatial)
+    s, bb, m, v = (_check_param(p, n, x, spatial).astype(_F64) for p, n in ((scale, "scale"), (bias, "B"), (mean, "mean"), (var, "var")))
+    a = s / np.sqrt(v + epsilon)
+    b = bb - m * a
+    return _apply(x, a, b, shape)
+
+
+def batch_normalization_training(
+    x: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    epsilon: float = 1e-5,
+    momentum: float = 0.9,
+    spatial: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Training mode: normalise with the batch statistics and update the running ones.
+
+    Returns ``Y, running_mean, running_var, current_mean, current_var`` where
+    ``running = input * momentum + current * (1 - momentum)`` and ``current_var`` is the
+    population variance (divided by N, not N - 1) over every axis but the channel one (every
+    axis but the batch one when ``spatial`` is false). Statistics are computed in float32 for
+    16-bit inputs (float64 for double); running statistics keep the type of ``mean``.
+    """
+    x = np.asarray(x)
+    shape = _param_shape(x, spatial)
+    mean = _check_param(mean, "mean", x, spatial)
+    var = _check_param(var, "var", x, spatial)
+    s = _check_param(scale, "scale", x, spatial).astype(_F64)
+    bb = _check_param(bias, "B", x, spatial).astype(_F64)
+    cdt = _compute_dtype(x.dtype)
+    xc = x.astype(cdt, copy=False)
+    axes = (0,) + tuple(range(2, x.ndim)) if spatial else (0,)
+    cur_mean = xc.mean(axis=axes, dtype=cdt)
+    cur_var = xc.var(axis=axes, dtype=cdt)
+    a = s.reshape(cur_mean.shape) / np.sqrt(cur_var.astype(_F64) + epsilon)
+    b = bb.reshape(cur_mean.shape) - cur_mean.astype(_F64) * a
+    y = _apply(x, a, b, shape)
+    out_dt = mean.dtype
+    mom = float(momentum)
+    run_mean = (mean.astype(_F64).reshape(cur_mean.shape) * mom + cur_mean.astype(_F64) * (1.0 - mom)).astype(out_dt)
+    run_var = (var.astype(_F64).reshape(cur_var.shape) * mom + cur_var.astype(_F64) * (1.0 - mom)).astype(out_dt)
+    return (
+        y,
+        run_mean.reshape(mean.shape),
+        run_var.reshape(var.shape),
+        cur_mean.astype(out_dt).reshape(mean.shape),
+        cur_var.astype(out_dt).reshape(var.shape),
+    )
+
+
+@register("BatchNormalization", versions=(1, 6, 7, 9, 14, 15))
+class BatchNormalization(OpRun):
+    """BatchNormalization: 1 (consumed_inputs), 6 (is_test, spatial), 7 (no is_test), 9 (no spatial),
+    14 (training_mode attribute, bfloat16, running statistics of their own type), 15 (scale/B types).
+
+    Training or inference: from version 14 the ``training_mode`` attribute decides; versions 1 and 6
+    train when ``is_test`` is 0; versions 7 and 9, which have no attribute, train when the node
+    asks for more than Y (output case #1 of the spec). In training mode versions before 14 return
+    Y, mean, var, saved_mean, saved_var, where saved_mean and saved_var are the batch mean and the
+    batch (population) variance; from 14 Y, running_mean, running_var.
+    """
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        since = self.since_version or 15
+        self._spatial = bool(getattr(self, "spatial", 1)) if since < 9 else True
+        n_outputs = sum(1 for o in onnx_node.output if o)
+        if since >= 14:
+            self._training = bool(self.training_mode)
+        elif since >= 7:
+            self._training = n_outputs > 1
+        else:
+            self._training = not bool(self.is_test)
+        self._n_outputs = 3 if since >= 14 else 5
+
+    def _run(self, x, scale, B, mean, var, attributes=None, verbose=0, fLOG=None):
+        if not self._training:
+            return (batch_normalization(x, scale, B, mean, var, epsilon=self.epsilon, spatial=self._spatial),)
+        res = batch_normalization_training(
+            x, scale, B, mean, var, epsilon=self.epsilon, momentum=self.momentum, spatial=self._spatial
+        )
+        return res[: self._n_outputs]
