@@ -125,17 +125,17 @@ def _window_geometry(
         pb, pe = explicit_pads(pads, n)
     for size, k, s, d, b, e in zip(in_shape, kernel, strides, dilations, pb, pe):
         span = size + b + e - ((k - 1) * d + 1)
-        if span < 0:
+        if ceil_mode:
+            o = -(-span // s) + 1
+            if o > 0 and (o - 1) * s >= size + b:  # the last window would start in the end padding
+                o -= 1
+        else:
+            o = span // s + 1
+        if o < 0:
             raise KernelError(
                 f"The window (kernel {list(kernel)}, dilations {list(dilations)}) is larger than the padded input "
                 f"{list(in_shape)} with pads {list(pb) + list(pe)}."
             )
-        if ceil_mode:
-            o = -(-span // s) + 1
-            if (o - 1) * s >= size + b:  # the last window would start in the end padding
-                o -= 1
-        else:
-            o = span // s + 1
         out.append(o)
     return pb, pe, tuple(out)
 

@@ -1,0 +1,349 @@
+"""The pooling family: MaxPool, AveragePool, LpPool and their Global variants over one strided-view core."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+import numpy as np
+
+from ..errors import InvalidAttributeError, KernelError
+from ..registry import register
+from ._conv_common import (
+    _WIDENED,
+    check_auto_pad,
+    offset_view,
+    padded,
+    scratch,
+    spatial_attr,
+    window_geometry,
+)
+from ._op import OpRun
+
+POOL_MODES = ("max", "avg", "lp")
+
+
+def _pool_dtype(dtype: np.dtype) -> np.dtype:
+    """float16/bfloat16 pool in float32 (exact for max, one rounding for the others)."""
+    return np.dtype(np.float32) if dtype in _WIDENED else dtype
+
+
+def _lowest(dtype: np.dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _axis_slice(ndim: int, axis: int, start: int, count: int, step: int) -> tuple[slice, ...]:
+    idx = [slice(None)] * ndim
+    idx[axis] = slice(start, start + (count - 1) * step + 1, step)
+    return tuple(idx)
+
+
+def _separable(
+    xp: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+    ufunc: np.ufunc,
+) -> np.ndarray:
+    """Reduce the windows of ``xp`` with ``ufunc`` one spatial axis at a time (max and sum are separable).
+
+    Axis ``i`` costs ``kernel[i]`` element-wise passes over an array whose earlier axes are
+    already reduced: for a 3x3 window that is 6 passes instead of 9, on smaller arrays.
+    Intermediates live in per-thread scratch buffers; the result is always a fresh array.
+    """
+    nd = len(kernel)
+    cur = xp
+    # the last spatial axis first: the later passes then run on fewer, wider rows
+    axes = [i for i in reversed(range(nd))]
+    todo = [i for i in axes if not (kernel[i] == 1 and cur.shape[i + 2] == out_shape[i] and strides[i] == 1)]
+    for n_done, i in enumerate(todo):
+        axis = i + 2
+        k, s, d, o = kernel[i], strides[i], dilations[i], out_shape[i]
+        shape = cur.shape[:axis] + (o,) + cur.shape[axis + 1:]
+        last = n_done == len(todo) - 1
+        nxt = np.empty(shape, cur.dtype) if last else scratch(f"pool_{n_done % 2}", shape, cur.dtype)
+        first = cur[_axis_slice(cur.ndim, axis, 0, o, s)]
+        if k == 1:
+            np.copyto(nxt, first)
+        else:
+            ufunc(first, cur[_axis_slice(cur.ndim, axis, d, o, s)], out=nxt)
+            for j in range(2, k):
+                ufunc(nxt, cur[_axis_slice(cur.ndim, axis, j * d, o, s)], out=nxt)
+        cur = nxt
+    if not todo:  # a 1x1 window of stride 1: a copy of the (cut) input
+        cur = np.array(cur[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_shape)])
+    return cur
+
+
+def _window_counts(
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads_begin: Sequence[int],
+    pads_end: Sequence[int],
+    out_shape: Sequence[int],
+    include_pad: bool,
+) -> list[np.ndarray]:
+    """Per spatial axis, how many window positions of each output index the average divides by.
+
+    Positions inside the input always count; with ``count_include_pad`` the declared pads
+    count too, but never the extra cells that ``ceil_mode`` adds past the end padding.
+    """
+    counts = []
+    for size, k, s, d, b, e, o in zip(in_shape, kernel, strides, dilations, pads_begin, pads_end, out_shape):
+        pos = np.arange(o)[:, None] * s - b + np.arange(k)[None, :] * d
+        lo, hi = (-b, size + e) if include_pad else (0, size)
+        counts.append(((pos >= lo) & (pos < hi)).sum(axis=1))
+    return counts
+
+
+def _max_with_indices(
+    xp: np.ndarray,
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads_begin: Sequence[int],
+    out_shape: Sequence[int],
+    storage_order: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max over each window and the flat index of the first maximum in the unpadded input.
+
+    Loops over kernel offsets; only positions inside the input compete (padding never
+    wins), NaN loses to any number. Indices count over the whole (N, C, *S) tensor;
+    ``storage_order=1`` makes the spatial part column-major (first spatial axis fastest).
+    """
+    nd = len(kernel)
+    n_img, n_ch = xp.shape[:2]
+    is_float = xp.dtype.kind == "f"
+    best = np.full((n_img, n_ch) + tuple(out_shape), _lowest(xp.dtype), xp.dtype)
+    arg = np.full(best.shape, -1, np.int64)
+    # valid[i][k] (O_i,): kernel offset k of axis i lands inside the input
+    valid = []
+    for size, s, d, b, k, o in zip(in_shape, strides, dilations, pads_begin, kernel, out_shape):
+        pos = np.arange(o)[None, :] * s - b + np.arange(k)[:, None] * d
+        valid.append((pos >= 0) & (pos < size))
+    for flat, offset in enumerate(np.ndindex(*kernel)):
+        v = offset_view(xp, offset, strides, dilations, out_shape)
+        inside = np.ones((1, 1) + (1,) * nd, bool)
+        for i, k in enumerate(offset):
+            shape = [1] * (nd + 2)
+            shape[i + 2] = out_shape[i]
+            inside = inside & valid[i][k].reshape(shape)
+        upd = (v > best) | (arg < 0)
+        if is_float:
+            upd |= np.isnan(best) & ~np.isnan(v)
+        upd &= inside
+        np.copyto(best, v, where=upd)
+        np.copyto(arg, flat, where=upd)
+    # flat index of the winner: coordinates o*s - b + k*d per axis
+    ks = np.unravel_index(np.maximum(arg, 0), tuple(kernel))
+    if storage_order == 0:
+        weights = [prod(in_shape[i + 1:]) for i in range(nd)]
+    else:
+        weights = [prod(in_shape[:i]) for i in range(nd)]
+    index = (np.arange(n_img * n_ch, dtype=np.int64) * prod(in_shape)).reshape((n_img, n_ch) + (1,) * nd)
+    index = np.broadcast_to(index, best.shape).copy()
+    for i in range(nd):
+        shape = [1] * (nd + 2)
+        shape[i + 2] = out_shape[i]
+        o = np.arange(out_shape[i], dtype=np.int64).reshape(shape)
+        coord = o * strides[i] - pads_begin[i] + ks[i] * dilations[i]
+        index += coord * weights[i]
+    return best, index
+
+
+def pool(
+    x: np.ndarray,
+    mode: str,
+    kernel_shape: Sequence[int],
+    *,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    auto_pad: str = "NOTSET",
+    ceil_mode: int = 0,
+    count_include_pad: int = 0,
+    p: float = 2,
+    storage_order: int = 0,
+    with_indices: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Sliding-window pooling of X (N, C, *S): ``mode`` is ``max``, ``avg`` or ``lp``.
+
+    Output shape: floor (or ceil with ``ceil_mode``) of ``(S + pads - dilated kernel) / stride + 1``,
+    a last ceil-mode window starting in the end padding dropped; SAME_UPPER / SAME_LOWER
+    give ``ceil(S / stride)``. Max ignores the padding and NaN (a window of NaN only gives
+    NaN), like onnxruntime; average divides by the cells inside the input, or inside the
+    declared pads with ``count_include_pad``; Lp is ``(sum |x|^p)^(1/p)`` with zero padding.
+    float16/bfloat16 compute in float32. ``with_indices`` (max only) also returns the
+    int64 flat indices of the maxima (see :func:`_max_with_indices`).
+    """
+    x = np.asarray(x)
+    if mode not in POOL_MODES:
+        raise KernelError(f"Pooling mode {mode!r} is unknown, expected one of {list(POOL_MODES)!r}.")
+    if kernel_shape is None or len(kernel_shape) == 0:
+        raise KernelError("Attribute 'kernel_shape' is required for pooling.")
+    nd = len(kernel_shape)
+    if x.ndim != nd + 2:
+        raise KernelError(f"X must have rank {nd + 2} (N, C and {nd} spatial axes of 'kernel_shape'), got shape {list(x.shape)}.")
+    kernel = tuple(int(k) for k in kernel_shape)
+    if any(k < 1 for k in kernel):
+        raise KernelError(f"Attribute 'kernel_shape' must hold values >= 1, got {list(kernel)}.")
+    s = spatial_attr(strides, nd, 1, "strides")
+    d = spatial_attr(dilations, nd, 1, "dilations")
+    in_shape = x.shape[2:]
+    pb, pe, out_shape = window_geometry(in_shape, kernel, s, d, pads, auto_pad, bool(ceil_mode))
+    out_dtype = x.dtype
+    cdt = _pool_dtype(x.dtype)
+    full = (x.shape[0], x.shape[1]) + out_shape
+    if 0 in full:
+        y = np.zeros(full, out_dtype)
+        return (y, np.zeros(full, np.int64)) if with_indices else y
+    lengths = [(o - 1) * st + (k - 1) * dl + 1 for o, st, k, dl in zip(out_shape, s, kernel, d)]
+    xc = x if x.dtype == cdt else x.astype(cdt)
+
+    if mode == "max":
+        xp = padded(xc, pb, lengths, _lowest(cdt), buffer="pool_pad")
+        if with_indices:
+            y, idx = _max_with_indices(xp, in_shape, kernel, s, d, pb, out_shape, storage_order)
+            return (y if y.dtype == out_dtype else y.astype(out_dtype)), idx
+        # fmax: a NaN loses against a number (onnxruntime compares with '>')
+        y = _separable(xp, kernel, s, d, out_shape, np.fmax if cdt.kind == "f" else np.maximum)
+        return y if y.dtype == out_dtype else y.astype(out_dtype)
+
+    if mode == "lp":
+        pf = float(p)
+        xc = np.abs(xc) if pf == 1 else np.square(xc) if pf == 2 else np.abs(xc) ** cdt.type(pf)
+    xp = padded(xc, pb, lengths, 0, buffer="pool_pad")
+    y = _separable(xp, kernel, s, d, out_shape, np.add)
+    if mode == "avg":
+        counts = _window_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad))
+        if all(bool((c == c[0]).all()) for c in counts):
+            y *= cdt.type(1.0 / prod(int(c[0]) for c in counts))
+        else:
+            div = np.ones((1, 1) + (1,) * nd, cdt)
+            for i, c in enumerate(counts):
+                shape = [1] * (nd + 2)
+                shape[i + 2] = len(c)
+                div = div * c.astype(cdt).reshape(shape)
+            y /= div
+    else:
+        pf = float(p)
+        if pf == 2:
+            np.sqrt(y, out=y)
+        elif pf != 1:
+            np.power(y, cdt.type(1.0 / pf), out=y)
+    return y if y.dtype == out_dtype else y.astype(out_dtype)
+
+
+def global_pool(x: np.ndarray, mode: str, p: float = 2) -> np.ndarray:
+    """Pooling over every spatial axis of X (N, C, *S) -> (N, C, 1, ..., 1); see :func:`pool` for the modes."""
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise KernelError(f"X must have rank >= 2 (N, C, spatial...), got shape {list(x.shape)}.")
+    axes = tuple(range(2, x.ndim))
+    cdt = _pool_dtype(x.dtype)
+    xc = x if x.dtype == cdt else x.astype(cdt)
+    if not axes:
+        y = xc.copy() if mode != "lp" else np.abs(xc)
+    elif mode == "max":
+        if xc.size == 0:
+            raise KernelError(f"GlobalMaxPool needs a non-empty spatial extent, got shape {list(x.shape)}.")
+        y = np.fmax.reduce(xc, axis=axes, keepdims=True) if cdt.kind == "f" else np.max(xc, axis=axes, keepdims=True)
+    elif mode == "avg":
+        y = np.mean(xc, axis=axes, keepdims=True, dtype=cdt)
+    else:
+        pf = float(p)
+        if pf == 2:
+            y = np.sqrt(np.sum(np.square(xc), axis=axes, keepdims=True))
+        else:
+            y = np.sum(np.abs(xc) ** cdt.type(pf), axis=axes, keepdims=True) ** cdt.type(1.0 / pf)
+    y = np.asarray(y)
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# classes: one per operator, versions listed where only types or attributes changed
+# ---------------------------------------------------------------------------------------
+
+
+class _PoolBase(OpRun):
+    mode = "max"
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        check_auto_pad(self, self.auto_pad)
+        if not self.kernel_shape:
+            raise InvalidAttributeError(f"{self._node_label()} misses the required attribute 'kernel_shape'.")
+        self._kw = dict(
+            strides=self.strides,
+            pads=self.pads,
+            dilations=getattr(self, "dilations", None),
+            auto_pad=self.auto_pad,
+            ceil_mode=getattr(self, "ceil_mode", 0) or 0,
+        )
+
+
+@register("MaxPool", versions=(1, 8, 10, 11, 12, 22))
+class MaxPool(_PoolBase):
+    """MaxPool: 1, 8 (Indices output, storage_order), 10 (ceil_mode, dilations), 11 (same), 12 (int8/uint8), 22 (bfloat16).
+
+    Kernel: :func:`pool`. The Indices output is computed only when the node names it.
+    """
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._storage_order = getattr(self, "storage_order", 0) or 0
+        if self._storage_order not in (0, 1):
+            raise InvalidAttributeError(
+                f"{self._node_label()}: attribute 'storage_order' is {self._storage_order}, expected 0 or 1."
+            )
+        outs = list(onnx_node.output)
+        self._with_indices = len(outs) > 1 and bool(outs[1])
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        if self._with_indices:
+            return pool(x, "max", self.kernel_shape, storage_order=self._storage_order, with_indices=True, **self._kw)
+        return (pool(x, "max", self.kernel_shape, **self._kw),)
+
+
+@register("AveragePool", versions=(1, 7, 10, 11, 19, 22))
+class AveragePool(_PoolBase):
+    """AveragePool: 1, 7 (count_include_pad), 10 (ceil_mode), 11 (same), 19 (dilations), 22 (bfloat16). Kernel: :func:`pool`."""
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return (pool(x, "avg", self.kernel_shape, count_include_pad=getattr(self, "count_include_pad", 0) or 0, **self._kw),)
+
+
+@register("LpPool", versions=(1, 2, 11, 18, 22))
+class LpPool(_PoolBase):
+    """LpPool: 1 (float p), 2 (integer p), 11 (same), 18 (ceil_mode, dilations), 22 (bfloat16). Kernel: :func:`pool`."""
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return (pool(x, "lp", self.kernel_shape, p=self.p, **self._kw),)
+
+
+@register("GlobalMaxPool", versions=(1, 22))
+class GlobalMaxPool(OpRun):
+    """GlobalMaxPool: 1, 22 (bfloat16). Kernel: :func:`global_pool`."""
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return (global_pool(x, "max"),)
+
+
+@register("GlobalAveragePool", versions=(1, 22))
+class GlobalAveragePool(OpRun):
+    """GlobalAveragePool: 1, 22 (bfloat16). Kernel: :func:`global_pool`."""
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return (global_pool(x, "avg"),)
+
+
+@register("GlobalLpPool", versions=(1, 2, 22))
+class GlobalLpPool(OpRun):
+    """GlobalLpPool: 1 (float p), 2 (integer p), 22 (bfloat16). Kernel: :func:`global_pool`."""
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return (global_pool(x, "lp", self.p),)
