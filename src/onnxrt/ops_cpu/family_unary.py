@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.special
 
-from ._family import Spec, build_family
+from ._family import Spec, build_family, compute_in_float
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -12,16 +16,67 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # 1 / (1 + exp(-x)) overflows for very negative x; the tanh form is exact and stable
-    return (np.tanh(x * x.dtype.type(0.5)) + x.dtype.type(1)) * x.dtype.type(0.5)
+    """1 / (1 + exp(-x)), relatively accurate for very negative x too.
+
+    exp(-x) overflows to inf for x below about -88 (float32): 1 / (1 + inf) is then the
+    correctly rounded 0, so the overflow flag is silenced. float16 and bfloat16 are
+    computed in float32 (their exp overflows already at x < -11) and rounded once.
+    """
+    dt = x.dtype
+    if dt != _F32 and dt != _F64:
+        return _sigmoid(x.astype(np.float32)).astype(dt)
+    y = np.negative(x)
+    with np.errstate(over="ignore"):
+        np.exp(y, out=y)
+    np.add(y, dt.type(1), out=y)
+    return np.reciprocal(y, out=y)
+
+
+def _is_inf(x: np.ndarray, negative: bool = True, positive: bool = True) -> np.ndarray:
+    if negative and positive:
+        return np.isinf(x)
+    if positive:
+        return np.isinf(x) & (x > 0)
+    if negative:
+        return np.isinf(x) & (x < 0)
+    return np.zeros(x.shape, dtype=bool)
+
+
+def _is_inf_attributes(op, kw):
+    return {"negative": bool(kw["detect_negative"]), "positive": bool(kw["detect_positive"])}
 
 
 UNARY = [
     Spec("Abs", np.abs, (1, 6, 13)),
     Spec("Neg", np.negative, (1, 6, 13)),
     Spec("Exp", np.exp, (1, 6, 13)),
+    Spec("Log", np.log, (1, 6, 13)),
     Spec("Sqrt", np.sqrt, (1, 6, 13)),
+    Spec("Reciprocal", np.reciprocal, (1, 6, 13)),
+    Spec("Ceil", np.ceil, (1, 6, 13)),
+    Spec("Floor", np.floor, (1, 6, 13)),
+    # halves go to the nearest even integer, as the spec says (np.rint)
+    Spec("Round", np.rint, (11, 22)),
+    Spec("Sign", np.sign, (9, 13)),
+    Spec("Sin", np.sin, (7, 22)),
+    Spec("Cos", np.cos, (7, 22)),
+    Spec("Tan", np.tan, (7, 22)),
+    Spec("Asin", np.arcsin, (7, 22)),
+    Spec("Acos", np.arccos, (7, 22)),
+    Spec("Atan", np.arctan, (7, 22)),
+    Spec("Sinh", np.sinh, (9, 22)),
+    Spec("Cosh", np.cosh, (9, 22)),
     Spec("Tanh", np.tanh, (1, 6, 13)),
+    Spec("Asinh", np.arcsinh, (9, 22)),
+    Spec("Acosh", np.arccosh, (9, 22)),
+    Spec("Atanh", np.arctanh, (9, 22)),
+    # Erf 9 also allows integer types (T -> T): computed in float64 and truncated
+    # toward zero like a C cast (onnxruntime implements no integer Erf to follow)
+    Spec("Erf", compute_in_float(scipy.special.erf), (9, 13)),
+    Spec("IsNaN", np.isnan, (9, 13, 20)),
+    Spec("IsInf", _is_inf, (10, 20), with_attributes=True, prepare=_is_inf_attributes),
+    Spec("Not", np.logical_not, (1,)),
+    Spec("BitwiseNot", np.invert, (18,)),
     Spec("Relu", _relu, (1, 6, 13, 14)),
     Spec("Sigmoid", _sigmoid, (1, 6, 13)),
 ]
