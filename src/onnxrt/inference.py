@@ -14,7 +14,21 @@ from .dtypes import elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from .model import check_versions, load_model
-from .plan import Plan, Step
+from .plan import Plan, Step, optimization_level
+
+
+def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
+    """Static element types and shapes of the main graph's values (onnx shape inference),
+    for the optimiser's shape folding; empty when inference fails or optimisation is off."""
+    if optimization_level(options) <= 0 or not model.graph.node:
+        return {}
+    from .optim.graph import value_info_map
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001  (inference is a help, never a requirement)
+        return value_info_map(model.graph)
+    return value_info_map(inferred.graph)
 
 
 class _InputSpec:
@@ -149,7 +163,9 @@ class OnnxInference:
         self.options = options
         self.opsets = check_versions(proto)
         functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}
-        self.plan = Plan(proto.graph, self.opsets, base_dir, functions, options=options)
+        self._functions = functions
+        self.plan = Plan(proto.graph, self.opsets, base_dir, functions, options=options, value_info=_static_info(proto, options))
+        self._plain: Plan | None = None
         graph = proto.graph
         inits = set(self.plan.initializers)
         self._specs = {vi.name: _InputSpec(vi, vi.name in inits) for vi in graph.input}
@@ -203,6 +219,8 @@ class OnnxInference:
         feeds = self.validate_feeds(inputs)
         plan = self.plan
         wanted = output_names if output_names is not None else self.output_names
+        if intermediate or any(n not in plan.slots for n in wanted):
+            plan = self.plain_plan  # the values of the graph as written, before optimisation
         extra = [n for n in wanted if n not in plan.output_names]
         for n in extra:
             if n not in plan.slots:
@@ -222,6 +240,17 @@ class OnnxInference:
             values = plan.run_dict(feeds)
         slots = plan.slots
         return {n: _output_value(values[slots[n]]) for n in wanted}
+
+    @property
+    def plain_plan(self) -> Plan:
+        """The plan of the graph as written (no optimisation), built on first use: it serves
+        ``intermediate=True`` and requests for values the optimiser folded or fused away."""
+        if self._plain is None:
+            if optimization_level(self.options) <= 0:
+                self._plain = self.plan
+            else:
+                self._plain = Plan(self.model.graph, self.opsets, self.base_dir, self._functions, options=self.options, optimize=False)
+        return self._plain
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled as the model's bytes, its folder and the options; the plan is rebuilt on load."""

@@ -28,7 +28,9 @@ def test_profiling_writes_chrome_trace(tmp_path, monkeypatch):
     path = sess.end_profiling()
     events = json.loads(open(path).read())
     nodes = [e for e in events if e["cat"] == "Node"]
-    assert len(nodes) == 3 * 10 and len([e for e in events if e["name"] == "model_run"]) == 3
+    n_steps = len(sess.engine.plan.steps)
+    assert n_steps >= 6
+    assert len(nodes) == 3 * n_steps and len([e for e in events if e["name"] == "model_run"]) == 3
     for e in nodes:
         assert e["ph"] == "X" and e["dur"] >= 0 and e["ts"] >= 0 and isinstance(e["tid"], int)
         assert e["args"]["op_name"] in {"Gather", "Mul", "Add", "Relu", "Sigmoid", "Shape", "Constant", "ScatterElements"}
@@ -42,7 +44,7 @@ def test_verbose_levels():
     lines: list[str] = []
     oinf = onnxrt.OnnxInference(demo_model_path())
     res = oinf.run(_feeds(), verbose=1, fLOG=lines.append)
-    assert len(lines) == 10 and lines[0].startswith("Gather('lookup') [float32[32,8], int64[1,6]] -> [float32[1,6,8]]")
+    assert len(lines) == len(oinf.plan.steps) and lines[0].startswith("Gather('lookup') [float32[32,8], int64[1,6]] -> [float32[1,6,8]]")
     lines.clear()
     res2 = oinf.run(_feeds(), verbose=2, fLOG=lines.append)
     stats = [ln for ln in lines if ln.startswith("    ")]

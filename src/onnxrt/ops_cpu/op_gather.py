@@ -26,7 +26,7 @@ def gather(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.ndarray:
         raise KernelError(f"indices must be an integer tensor, got dtype {indices.dtype}.")
     try:
         # np.take checks bounds itself and accepts negative indices: the fast path
-        return np.take(data, indices, axis=axis)
+        return np.asarray(np.take(data, indices, axis=axis))  # a 0-d index gives a numpy scalar
     except IndexError:
         checked_indices(indices, data.shape[axis], axis)  # raises with the offending index
         raise IndexOutOfRangeError("indices out of range.") from None

@@ -1,0 +1,78 @@
+"""Graph optimisation passes (one module each) and the pipeline that runs them by level.
+
+Levels follow onnxruntime's names: ``ORT_DISABLE_ALL`` runs nothing; ``ORT_ENABLE_BASIC``
+folds constants and static shapes and removes Identity, inference Dropout and dead nodes;
+``ORT_ENABLE_EXTENDED`` and ``ORT_ENABLE_ALL`` add Conv+BatchNormalization folding,
+MatMul+Add into Gemm, Transpose folding into Gemm and activation fusion. Passes never
+change results beyond float rounding (tests/optim checks every conformance model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..functions import GraphNode
+from .constant_folding import fold_constants, fold_shapes
+from .conv_bn import fold_conv_bn
+from .elimination import remove_dead_nodes, remove_identities
+from .fuse_activation import fuse_activations
+from .gemm import fuse_matmul_add
+from .graph import Graph, Node
+from .transpose_fold import fold_transpose
+
+BASIC = 1
+EXTENDED = 2
+
+#: (minimum level, name, pass); each pass returns whether it changed the graph
+PASSES: list[tuple[int, str, Callable[..., bool]]] = [
+    (BASIC, "remove_identities", remove_identities),
+    (BASIC, "fold_shapes", fold_shapes),
+    (BASIC, "fold_constants", fold_constants),
+    (BASIC, "remove_dead_nodes", remove_dead_nodes),
+    (EXTENDED, "fold_conv_bn", fold_conv_bn),
+    (EXTENDED, "fold_transpose", fold_transpose),
+    (EXTENDED, "fuse_matmul_add", fuse_matmul_add),
+    (EXTENDED, "fuse_activations", fuse_activations),
+]
+
+
+def optimize(
+    nodes: list[GraphNode],
+    constants: dict[str, np.ndarray],
+    inputs: list[str],
+    outputs: list[str],
+    level: int,
+    info: dict[str, Any] | None = None,
+    overridable: set[str] | None = None,
+    options: Any = None,
+    max_rounds: int = 4,
+) -> tuple[list[GraphNode], dict[str, np.ndarray], list[str]]:
+    """Run the passes of ``level`` until nothing changes; returns the new nodes, the
+    constants (folded values included, unused ones dropped) and the names of the passes
+    that changed something."""
+    if level <= 0:
+        return nodes, constants, []
+    g = Graph([Node.from_graph_node(n) for n in nodes], dict(constants), list(inputs), list(outputs), info or {}, overridable or set())
+    applied: list[str] = []
+    for _ in range(max_rounds):
+        changed = False
+        for min_level, name, fn in PASSES:
+            if level < min_level:
+                continue
+            if name == "fold_constants":
+                did = fold_constants(g, options)
+            else:
+                did = fn(g)
+            if did:
+                changed = True
+                if name not in applied:
+                    applied.append(name)
+        if not changed:
+            break
+    return [n.to_graph_node() for n in g.nodes], g.constants, applied
+
+
+__all__ = ["BASIC", "EXTENDED", "PASSES", "optimize"]

@@ -1,0 +1,99 @@
+"""Fold a BatchNormalization (or a per-channel Mul/Add) that follows a Conv into the Conv's weights."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node
+
+
+def _single_reader(g: Graph, consumers: dict, name: str) -> Node | None:
+    readers = consumers.get(name, [])
+    if len(readers) != 1 or name in g.outputs or name in readers[0].implicit:
+        return None
+    return readers[0]
+
+
+def _channel_vector(value: np.ndarray, channels: int, rank: int) -> np.ndarray | None:
+    """A per-output-channel vector when ``value`` broadcasts over [N, C, ...] along C only."""
+    v = np.asarray(value)
+    if v.ndim > rank:
+        return None
+    full = (1,) * (rank - v.ndim) + v.shape
+    if any(d != 1 for i, d in enumerate(full) if i != 1):
+        return None
+    if full[1] not in (1, channels):
+        return None
+    return np.broadcast_to(v.reshape(-1) if v.size > 1 else v.reshape(1), (channels,)).astype(np.float64)
+
+
+def _conv_params(g: Graph, conv: Node) -> tuple[np.ndarray, np.ndarray] | None:
+    if conv.op_type != "Conv" or conv.domain != "" or len(conv.inputs) < 2:
+        return None
+    w = g.const(conv.inputs[1])
+    if w is None or w.dtype.kind != "f":
+        return None
+    b = g.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else np.zeros(w.shape[0], dtype=w.dtype)
+    if b is None:
+        return None
+    return w, b
+
+
+def _set_conv_params(g: Graph, conv: Node, w: np.ndarray, b: np.ndarray, dtype: np.dtype) -> None:
+    wname = g.add_constant(conv.inputs[1], w.astype(dtype))
+    bname = g.add_constant(conv.inputs[2] if len(conv.inputs) > 2 and conv.inputs[2] else conv.name + "_bias", b.astype(dtype))
+    conv.inputs = [conv.inputs[0], wname, bname]
+
+
+def fold_conv_bn(g: Graph) -> bool:
+    """Conv -> BatchNormalization (inference) becomes one Conv; so do Conv -> Mul/Add by
+    per-channel constants (the decomposed batch norm some exporters write)."""
+    changed = False
+    again = True
+    while again:
+        again = False
+        consumers = g.consumers()
+        for conv in g.nodes:
+            params = _conv_params(g, conv)
+            if params is None:
+                continue
+            nxt = _single_reader(g, consumers, conv.outputs[0])
+            if nxt is None or nxt.domain != "":
+                continue
+            w, b = params
+            wd, bd = w.astype(np.float64), b.astype(np.float64)
+            cout, rank = w.shape[0], w.ndim
+            if nxt.op_type == "BatchNormalization":
+                if len(nxt.outputs) > 1 and any(nxt.outputs[1:]):
+                    continue  # training outputs are used
+                if nxt.attr("training_mode", 0):
+                    continue
+                vals = [g.const(n) for n in nxt.inputs[1:5]]
+                if any(v is None for v in vals):
+                    continue
+                scale, bias, mean, var = (v.astype(np.float64).reshape(-1) for v in vals)  # type: ignore[union-attr]
+                eps = float(nxt.attr("epsilon", 1e-5))
+                k = scale / np.sqrt(var + eps)
+                w_new = wd * k.reshape((-1,) + (1,) * (rank - 1))
+                b_new = (bd - mean) * k + bias
+            elif nxt.op_type in ("Mul", "Add") and nxt.opset >= 7:
+                other = nxt.inputs[1] if nxt.inputs[0] == conv.outputs[0] else nxt.inputs[0]
+                c = g.const(other)
+                if c is None:
+                    continue
+                vec = _channel_vector(c, cout, rank)
+                if vec is None:
+                    continue
+                if nxt.op_type == "Mul":
+                    w_new = wd * vec.reshape((-1,) + (1,) * (rank - 1))
+                    b_new = bd * vec
+                else:
+                    w_new, b_new = wd, bd + vec
+            else:
+                continue
+            _set_conv_params(g, conv, w_new, b_new, w.dtype)
+            conv.outputs = [nxt.outputs[0]]
+            g.nodes.remove(nxt)
+            changed = again = True
+            break
+    return changed

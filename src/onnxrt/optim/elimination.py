@@ -1,0 +1,78 @@
+"""Identity and inference-mode Dropout removal, and dead-node elimination."""
+
+from __future__ import annotations
+
+from .graph import Graph
+
+
+def _dropout_is_identity(g: Graph, node) -> bool:
+    if len(node.outputs) > 1 and node.outputs[1]:
+        return False  # the mask is used
+    if node.opset >= 12:
+        if len(node.inputs) >= 3 and node.inputs[2]:
+            mode = g.const(node.inputs[2])
+            return mode is not None and not bool(mode)
+        return True
+    # before opset 12 inference mode is the default (is_test is ignored by inference runtimes)
+    return True
+
+
+def remove_identities(g: Graph) -> bool:
+    """Bypass Identity and inference Dropout: readers of the output read the input.
+
+    When the output is a graph output and the input a value produced inside the graph,
+    the producer is renamed instead, so graph outputs keep their names.
+    """
+    changed = False
+    outputs = set(g.outputs)
+    consumers = g.consumers()
+    producers = g.producers()
+    kept = []
+    for node in g.nodes:
+        is_identity = node.domain == "" and (
+            (node.op_type == "Identity" and node.inputs and node.inputs[0])
+            or (node.op_type == "Dropout" and _dropout_is_identity(g, node))
+        )
+        if not is_identity:
+            kept.append(node)
+            continue
+        src, dst = node.inputs[0], node.outputs[0]
+        if dst not in outputs:
+            g.rename_uses(dst, src)
+            if any(dst in c.implicit for c in consumers.get(dst, [])):
+                kept.append(node)  # a subgraph reads the output by name: keep the node for it
+            changed = True
+            continue
+        prod = producers.get(src)
+        if prod is not None and src not in outputs and src not in g.inputs and len(consumers.get(src, [])) == 1 and not any(
+            src in c.implicit for c in consumers.get(src, [])
+        ):
+            prod.outputs = [dst if o == src else o for o in prod.outputs]
+            changed = True
+            continue
+        kept.append(node)
+    g.nodes = kept
+    return changed
+
+
+#: operators with effects beyond their outputs are never removed (none in ai.onnx today)
+SIDE_EFFECTS: frozenset[str] = frozenset()
+
+
+def remove_dead_nodes(g: Graph) -> bool:
+    """Drop nodes no graph output depends on, and constants nothing reads."""
+    needed = set(g.outputs)
+    alive = []
+    for node in reversed(g.nodes):
+        if node.op_type in SIDE_EFFECTS or any(o in needed for o in node.outputs if o):
+            alive.append(node)
+            needed.update(i for i in node.inputs if i)
+            needed.update(node.implicit)
+    alive.reverse()
+    changed = len(alive) != len(g.nodes)
+    g.nodes = alive
+    for name in list(g.constants):
+        if name not in needed and name not in g.inputs:
+            del g.constants[name]
+            changed = True
+    return changed

@@ -1,0 +1,238 @@
+"""Each optimisation pass: it fires on its pattern, and results equal the unoptimised graph's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxrt
+from onnxrt import GraphOptimizationLevel as L
+
+F = TensorProto.FLOAT
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
+        [numpy_helper.from_array(v, k) for k, v in inits],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _sessions(model):
+    out = {}
+    for level in (L.ORT_DISABLE_ALL, L.ORT_ENABLE_BASIC, L.ORT_ENABLE_ALL):
+        opts = onnxrt.SessionOptions()
+        opts.graph_optimization_level = level
+        out[level] = onnxrt.InferenceSession(model, opts)
+    return out
+
+
+def _check_equal(model, feeds, rtol=1e-5, atol=1e-6):
+    sessions = _sessions(model)
+    ref = sessions[L.ORT_DISABLE_ALL].run(None, feeds)
+    for level, sess in sessions.items():
+        for a, b in zip(sess.run(None, feeds), ref):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    return sessions
+
+
+def _ops(sess):
+    return [st.op_type for st in sess.engine.plan.steps]
+
+
+def test_disable_all_keeps_graph_as_written():
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [("x", F, [2])], [("y", F, [2])])
+    s = _sessions(model)
+    assert _ops(s[L.ORT_DISABLE_ALL]) == ["Identity"]
+    assert s[L.ORT_DISABLE_ALL].engine.plan.applied_passes == []
+
+
+def test_identity_and_dropout_removed():
+    model = _model(
+        [
+            helper.make_node("Identity", ["x"], ["a"]),
+            helper.make_node("Dropout", ["a"], ["b"]),
+            helper.make_node("Relu", ["b"], ["c"]),
+            helper.make_node("Identity", ["c"], ["y"]),
+        ],
+        [("x", F, [3])],
+        [("y", F, [3])],
+    )
+    s = _check_equal(model, {"x": np.array([-1, 0, 2], np.float32)})
+    assert _ops(s[L.ORT_ENABLE_BASIC]) == ["Relu"]
+    assert s[L.ORT_ENABLE_BASIC].engine.plan.steps[0].node.output[0] == "y"
+    # the values removed are still visible on request (from the plan as written)
+    (a,) = s[L.ORT_ENABLE_ALL].run(["a"], {"x": np.array([-1, 0, 2], np.float32)})
+    np.testing.assert_array_equal(a, [-1, 0, 2])
+
+
+def test_dropout_with_used_mask_is_kept():
+    model = _model([helper.make_node("Dropout", ["x"], ["y", "m"])], [("x", F, [3])], [("y", F, [3]), ("m", TensorProto.BOOL, [3])])
+    s = _check_equal(model, {"x": np.ones(3, np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Dropout"]
+
+
+def test_constant_folding_and_dead_nodes():
+    model = _model(
+        [
+            helper.make_node("ConstantOfShape", ["shape"], ["w"], value=numpy_helper.from_array(np.array([0.5], np.float32))),
+            helper.make_node("Mul", ["w", "two"], ["w2"]),
+            helper.make_node("Add", ["x", "w2"], ["y"]),
+            helper.make_node("Neg", ["x"], ["unused"]),
+        ],
+        [("x", F, [2, 3])],
+        [("y", F, [2, 3])],
+        [("shape", np.array([2, 3], np.int64)), ("two", np.array(2.0, np.float32))],
+    )
+    s = _check_equal(model, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
+    assert _ops(s[L.ORT_ENABLE_BASIC]) == ["Add"]
+    plan = s[L.ORT_ENABLE_BASIC].engine.plan
+    assert {"fold_constants", "remove_dead_nodes"} <= set(plan.applied_passes)
+    assert "shape" not in plan.initializers  # constants nothing reads are dropped
+
+
+def test_shape_chain_folding():
+    # Reshape(x, Concat(Gather(Shape(x), 0), [-1])) with a static input shape folds to a constant shape
+    model = _model(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+            helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+            helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ],
+        [("x", F, [2, 3, 4])],
+        [("y", F, [2, 12])],
+        [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)), ("minus1", np.array([-1], np.int64))],
+    )
+    s = _check_equal(model, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+    assert _ops(s[L.ORT_ENABLE_BASIC]) == ["Reshape"]
+
+
+def test_overridable_initializer_is_not_folded():
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["c", "c"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("c", F, [2])],
+        [helper.make_tensor_value_info("y", F, [2])],
+        [numpy_helper.from_array(np.ones(2, np.float32), "c")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = onnxrt.InferenceSession(model)
+    np.testing.assert_array_equal(sess.run(None, {})[0], [2, 2])
+    np.testing.assert_array_equal(sess.run(None, {"c": np.array([3, 4], np.float32)})[0], [6, 8])
+
+
+def _conv_inits(rng, cout=4, cin=3):
+    return [
+        ("W", rng.standard_normal((cout, cin, 3, 3)).astype(np.float32)),
+        ("B", rng.standard_normal(cout).astype(np.float32)),
+    ]
+
+
+def test_conv_batchnorm_folding_and_relu_fusion():
+    rng = np.random.default_rng(0)
+    inits = _conv_inits(rng) + [
+        ("scale", rng.uniform(0.5, 2, 4).astype(np.float32)),
+        ("bias", rng.standard_normal(4).astype(np.float32)),
+        ("mean", rng.standard_normal(4).astype(np.float32)),
+        ("var", rng.uniform(0.5, 2, 4).astype(np.float32)),
+    ]
+    model = _model(
+        [
+            helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["bn"], epsilon=1e-3),
+            helper.make_node("Relu", ["bn"], ["y"]),
+        ],
+        [("x", F, [1, 3, 8, 8])],
+        [("y", F, [1, 4, 8, 8])],
+        inits,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}, rtol=1e-4, atol=1e-5)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedConv"]
+    assert _ops(s[L.ORT_ENABLE_BASIC]) == ["Conv", "BatchNormalization", "Relu"]
+
+
+def test_conv_per_channel_mul_add_folding():
+    rng = np.random.default_rng(1)
+    inits = _conv_inits(rng) + [("k", rng.standard_normal((4, 1, 1)).astype(np.float32)), ("a", rng.standard_normal((1, 4, 1, 1)).astype(np.float32))]
+    model = _model(
+        [
+            helper.make_node("Conv", ["x", "W", "B"], ["c"]),
+            helper.make_node("Mul", ["c", "k"], ["m"]),
+            helper.make_node("Add", ["a", "m"], ["y"]),
+        ],
+        [("x", F, [2, 3, 6, 6])],
+        [("y", F, [2, 4, 4, 4])],
+        inits,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}, rtol=1e-4, atol=1e-5)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Conv"]
+
+
+def test_matmul_add_into_gemm_and_transpose_folding():
+    rng = np.random.default_rng(2)
+    model = _model(
+        [
+            helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+            helper.make_node("MatMul", ["x", "wt"], ["m"]),
+            helper.make_node("Add", ["m", "b"], ["z"]),
+            helper.make_node("Sigmoid", ["z"], ["y"]),
+        ],
+        [("x", F, [5, 6]), ("w", F, [3, 6])],
+        [("y", F, [5, 3])],
+        [("b", rng.standard_normal(3).astype(np.float32))],
+    )
+    feeds = {"x": rng.standard_normal((5, 6)).astype(np.float32), "w": rng.standard_normal((3, 6)).astype(np.float32)}
+    s = _check_equal(model, feeds)
+    ops = _ops(s[L.ORT_ENABLE_ALL])
+    assert ops == ["FusedGemm"], ops
+    gemm = s[L.ORT_ENABLE_ALL].engine.plan.steps[0]
+    assert gemm.op.atts_value.get("transB") == 1
+
+
+def test_matmul_with_unknown_rank_is_not_turned_into_gemm():
+    rng = np.random.default_rng(3)
+    model = _model(
+        [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])],
+        [("x", F, None)],
+        [("y", F, None)],
+        [("w", rng.standard_normal((4, 2)).astype(np.float32)), ("b", rng.standard_normal(2).astype(np.float32))],
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((3, 5, 4)).astype(np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["MatMul", "Add"]
+
+
+@pytest.mark.parametrize("act, atts, extra", [("Relu", {}, []), ("LeakyRelu", {"alpha": 0.2}, []), ("Clip", {}, ["lo", "hi"]), ("HardSigmoid", {}, [])])
+def test_activation_fusion_variants(act, atts, extra):
+    rng = np.random.default_rng(4)
+    inits = _conv_inits(rng) + [("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.7, np.float32))]
+    model = _model(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"]), helper.make_node(act, ["c"] + extra, ["y"], **atts)],
+        [("x", F, [1, 3, 5, 5])],
+        [("y", F, [1, 4, 3, 3])],
+        inits,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((1, 3, 5, 5)).astype(np.float32)}, rtol=1e-5, atol=1e-6)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedConv"]
+
+
+def test_intermediate_values_come_from_the_graph_as_written():
+    rng = np.random.default_rng(5)
+    model = _model(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+        [("x", F, [1, 3, 5, 5])],
+        [("y", F, [1, 4, 3, 3])],
+        _conv_inits(rng),
+    )
+    oinf = onnxrt.OnnxInference(model)
+    x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    full = oinf.run({"x": x}, intermediate=True)
+    np.testing.assert_allclose(np.maximum(full["c"], 0), full["y"], rtol=1e-6)
+    assert [st.op_type for st in oinf.plan.steps] == ["FusedConv"]
