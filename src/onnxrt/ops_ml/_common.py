@@ -1,0 +1,175 @@
+"""Helpers shared by the ai.onnx.ml kernels: score post-transforms, class labels, attribute readers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import erfinv
+
+from ..errors import InvalidAttributeError
+
+ML_DOMAIN = "ai.onnx.ml"
+
+#: post_transform names, in the order TreeEnsemble (ml opset 5) encodes them as integers
+POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
+
+#: kernels whose values are converted to float before the computation (int inputs)
+FLOAT_KINDS = "f"
+
+
+def as_float(x: np.ndarray) -> np.ndarray:
+    """``x`` as float32 unless it is already float32/float64 (int inputs of the ml operators)."""
+    if x.dtype == np.float32 or x.dtype == np.float64:
+        return x
+    return x.astype(np.float32)
+
+
+def logistic(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), without overflow for large negative x."""
+    # exp(-|x|) never overflows; the two halves of the sigmoid are recovered from it
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax along the last axis (shifted by the row maximum for stability)."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+def softmax_zero(x: np.ndarray) -> np.ndarray:
+    """SOFTMAX_ZERO: a softmax over the non-zero scores of each row; zero scores stay zero.
+
+    The spec names this transform without defining it. onnxruntime treats a score as zero
+    when |s| <= 1e-7 and leaves it at s * exp(-max), which is 0 for an exact zero; onnxrt
+    does the same. A row whose scores are all zero gives zeros (onnxruntime divides 0 by 0
+    there and returns NaN).
+    """
+    mx = x.max(axis=-1, keepdims=True)
+    nonzero = np.abs(x) > 1e-7
+    e = np.where(nonzero, np.exp(x - mx), x * np.exp(-mx))
+    total = np.where(nonzero, e, 0).sum(axis=-1, keepdims=True)
+    total[total == 0] = 1
+    return (e / total).astype(x.dtype, copy=False)
+
+
+def probit(x: np.ndarray) -> np.ndarray:
+    """sqrt(2) * erfinv(2p - 1), the quantile function of the standard normal.
+
+    onnxruntime uses a closed-form approximation of erfinv (error about 1e-3); onnxrt
+    computes the exact value with scipy.special.erfinv.
+    """
+    return (np.sqrt(2) * erfinv(2 * x.astype(np.float64) - 1)).astype(x.dtype)
+
+
+_TRANSFORMS = {
+    "NONE": None,
+    "SOFTMAX": softmax,
+    "LOGISTIC": logistic,
+    "SOFTMAX_ZERO": softmax_zero,
+    "PROBIT": probit,
+}
+
+
+def post_transform_fn(op: Any, value: Any = None) -> Any:
+    """The function of the node's ``post_transform`` (None for NONE), checked.
+
+    ``value`` overrides the attribute (TreeEnsemble encodes it as an integer).
+    """
+    name = op.post_transform if value is None else value
+    if isinstance(name, bytes):
+        name = name.decode()
+    if isinstance(name, (int, np.integer)):
+        if not 0 <= int(name) < len(POST_TRANSFORMS):
+            raise InvalidAttributeError(
+                f"{op._node_label()}: attribute 'post_transform' is {int(name)}, expected an integer in [0, 4]."
+            )
+        name = POST_TRANSFORMS[int(name)]
+    if name not in _TRANSFORMS:
+        raise InvalidAttributeError(
+            f"{op._node_label()}: attribute 'post_transform' is {name!r}, expected one of {list(_TRANSFORMS)!r}."
+        )
+    return _TRANSFORMS[name]
+
+
+def apply_transform(fn: Any, scores: np.ndarray) -> np.ndarray:
+    """``fn(scores)`` or ``scores`` itself when there is no transform."""
+    return scores if fn is None else fn(scores)
+
+
+def class_labels(op: Any, ints: str, strings: str) -> np.ndarray | None:
+    """The class labels as an array (int64 or object of str); at most one attribute may be set.
+
+    Returns None when neither attribute is set (callers decide whether that is allowed).
+    """
+    li = getattr(op, ints, None)
+    ls = getattr(op, strings, None)
+    if li is not None and ls is not None and len(li) and len(ls):
+        raise InvalidAttributeError(
+            f"{op._node_label()} defines both {ints!r} and {strings!r}; exactly one of them is expected."
+        )
+    if ls is not None and len(ls):
+        return string_array(ls)
+    if li is not None and len(li):
+        return np.asarray(li, dtype=np.int64)
+    if ls is not None:
+        return string_array(ls)
+    if li is not None:
+        return np.asarray(li, dtype=np.int64)
+    return None
+
+
+def string_array(values: Any) -> np.ndarray:
+    """An object array of str (attributes decode to str; undecodable bytes are kept as they are)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [v.decode("utf-8", errors="surrogateescape") if isinstance(v, bytes) else v for v in values]
+    return out
+
+
+def floats_or_tensor(op: Any, name: str, dtype: Any = np.float32) -> np.ndarray | None:
+    """Attribute ``name`` or its ``name_as_tensor`` twin (double precision) as a 1-D array.
+
+    Only one of the two may be given. The list form is float32 (what its FLOATS type
+    holds), the tensor form keeps its own element type.
+    """
+    tensor = getattr(op, f"{name}_as_tensor", None)
+    plain = getattr(op, name, None)
+    if tensor is not None and plain is not None:
+        raise InvalidAttributeError(
+            f"{op._node_label()} defines both {name!r} and {name + '_as_tensor'!r}; at most one is expected."
+        )
+    if tensor is not None:
+        return np.asarray(tensor).reshape(-1)
+    if plain is not None:
+        return np.asarray(plain, dtype=dtype)
+    return None
+
+
+def require(op: Any, name: str) -> Any:
+    """The value of attribute ``name``, or an InvalidAttributeError when the node omits it."""
+    value = getattr(op, name, None)
+    if value is None:
+        raise InvalidAttributeError(f"{op._node_label()} misses the required attribute {name!r}.")
+    return value
+
+
+def check_choice(op: Any, name: str, value: Any, choices: tuple[Any, ...]) -> Any:
+    """``value`` when it is one of ``choices``, else an InvalidAttributeError naming the attribute."""
+    if value not in choices:
+        raise InvalidAttributeError(
+            f"{op._node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
+        )
+    return value
+
+
+def rows2d(x: np.ndarray) -> np.ndarray:
+    """A [N, C] view of an input: 1-D inputs are one row, higher ranks flatten the leading axes... kept 2-D."""
+    if x.ndim == 2:
+        return x
+    if x.ndim == 1:
+        return x.reshape(1, -1)
+    if x.ndim == 0:
+        return x.reshape(1, 1)
+    return x.reshape(-1, x.shape[-1])

@@ -1,0 +1,296 @@
+"""SVMClassifier and SVMRegressor (ml 1): vectorized kernels, one-vs-one votes, libsvm probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidAttributeError, KernelError
+from ..ops_cpu._op import OpRun
+from ..registry import register
+from ._common import ML_DOMAIN, apply_transform, check_choice, class_labels, post_transform_fn, probit
+
+KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
+
+
+def kernel_matrix(x: np.ndarray, sv: np.ndarray, kind: str, gamma: float, coef0: float, degree: float,
+                  sv_sq: np.ndarray | None = None) -> np.ndarray:
+    """K[n, k] = kernel(x_n, sv_k) for every row and support vector, in float64.
+
+    LINEAR: <x, sv>; POLY: (gamma <x, sv> + coef0) ^ degree; RBF: exp(-gamma |x - sv|^2);
+    SIGMOID: tanh(gamma <x, sv> + coef0). The RBF distance is |x|^2 + |sv|^2 - 2 <x, sv>
+    (one matrix product), clipped at 0 against rounding.
+    """
+    dot = x @ sv.T
+    if kind == "LINEAR":
+        return dot
+    if kind == "POLY":
+        base = dot * gamma + coef0
+        if degree == int(degree):
+            return base ** int(degree)
+        return np.power(base, degree)
+    if kind == "SIGMOID":
+        return np.tanh(dot * gamma + coef0)
+    sq = (x * x).sum(axis=1)[:, None]
+    d2 = sq + (sv_sq if sv_sq is not None else (sv * sv).sum(axis=1))[None, :] - 2 * dot
+    np.maximum(d2, 0, out=d2)
+    d2 *= -gamma
+    return np.exp(d2, out=d2)
+
+
+def sigmoid_predict(dec: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Platt's probability 1 / (1 + exp(dec * A + B)), without overflow (libsvm's sigmoid_predict)."""
+    f = dec * a + b
+    e = np.exp(-np.abs(f))
+    return np.where(f >= 0, e / (1 + e), 1 / (1 + e))
+
+
+def pairwise_coupling(r: np.ndarray, max_iter: int = 100) -> np.ndarray:
+    """Class probabilities [N, k] from pairwise probabilities r[N, i, j] = P(i | i or j).
+
+    Method 2 of Wu, Lin and Weng (2004), "Probability estimates for multi-class
+    classification by pairwise coupling", the one libsvm (and so scikit-learn's SVC)
+    implements: minimise p^T Q p under sum(p) = 1 with Q[t, t] = sum_{j != t} r[j, t]^2 and
+    Q[t, j] = -r[j, t] r[t, j], by coordinate updates until max_t |(Qp)_t - p^T Q p| < 0.005 / k.
+    Vectorized over rows: every row runs the same sequence of coordinate updates; a row stops
+    changing once it has converged, as it would alone. Loops over iterations and classes only.
+    """
+    n, k = r.shape[0], r.shape[1]
+    rt = np.swapaxes(r, 1, 2)  # rt[:, t, j] = r[:, j, t]
+    q = -rt * r  # Q[t, j] = -r[j, t] r[t, j]
+    diag = (rt * rt).sum(axis=2) - (np.diagonal(rt, axis1=1, axis2=2) ** 2)
+    idx = np.arange(k)
+    q[:, idx, idx] = diag
+    p = np.full((n, k), 1.0 / k)
+    eps = 0.005 / k
+    active = np.ones(n, dtype=bool)
+    for _ in range(max(max_iter, k)):
+        qp = np.einsum("ntj,nj->nt", q, p)
+        pqp = (p * qp).sum(axis=1)
+        err = np.abs(qp - pqp[:, None]).max(axis=1)
+        active &= err >= eps
+        if not active.any():
+            break
+        a = active
+        pa, qpa, pqpa, qa = p[a], qp[a], pqp[a], q[a]
+        for t in range(k):
+            qtt = qa[:, t, t]
+            diff = (pqpa - qpa[:, t]) / qtt
+            pa[:, t] += diff
+            scale = 1 + diff
+            pqpa = (pqpa + diff * (diff * qtt + 2 * qpa[:, t])) / (scale * scale)
+            qpa = (qpa + diff[:, None] * qa[:, t, :]) / scale[:, None]
+            pa /= scale[:, None]
+        p[a] = pa
+    return p
+
+
+def _rows(x: np.ndarray, label: str) -> np.ndarray:
+    if x.ndim == 1:
+        x = x.reshape(1, -1)
+    elif x.ndim != 2:
+        raise KernelError(f"{label} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+    return x.astype(np.float64)
+
+
+class _SVMBase(OpRun):
+    """Kernel attributes shared by both SVM operators."""
+
+    def _read_kernel(self) -> None:
+        self._kernel = check_choice(self, "kernel_type", self.kernel_type, KERNELS)
+        params = list(self.kernel_params or [])
+        params += [0.0] * (3 - len(params))
+        self._gamma, self._coef0, self._degree = (float(v) for v in params[:3])
+        self._transform = post_transform_fn(self)
+        self._transform_name = self.post_transform
+
+    def _kernel_of(self, x: np.ndarray) -> np.ndarray:
+        if x.shape[1] != self._sv.shape[1]:
+            raise KernelError(
+                f"{self._node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
+            )
+        return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq)
+
+
+@register("SVMClassifier", versions=(1,), domain=ML_DOMAIN)
+class SVMClassifier(_SVMBase):
+    """SVMClassifier (ml 1).
+
+    With ``vectors_per_class`` (libsvm's SVC): one decision value per pair of classes
+    (i < j), d = sum over the SVs of i of coef[j-1] K + sum over the SVs of j of coef[i] K
+    + rho[pair]; i gets the vote when d > 0; the label is the class with the most votes
+    (the first on ties), as scikit-learn's predict. Z holds the pairwise decision values, or,
+    with prob_a/prob_b, the class probabilities of libsvm's pairwise coupling. Without
+    support vectors the model is linear: one score per class, X coef^T + rho.
+
+    Two classes, as onnxruntime (the spec leaves it open): Z is [-d, d] ([1 - d, d] under
+    SOFTMAX/SOFTMAX_ZERO, [sigmoid(-d), sigmoid(d)] under LOGISTIC, [-probit(d), probit(d)]
+    under PROBIT), or the probabilities [P(0), P(1)] then the transform. A linear model with a
+    single score column gives the second label when s > 0.
+    """
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        label = self._node_label()
+        self._read_kernel()
+        labels = class_labels(self, "classlabels_ints", "classlabels_strings")
+        if labels is None or labels.size == 0:
+            raise InvalidAttributeError(f"{label} defines no class labels ('classlabels_ints' or 'classlabels_strings').")
+        self.labels = labels
+        self._coef = np.asarray(self.coefficients or [], dtype=np.float64)
+        self._rho = np.asarray(self.rho or [], dtype=np.float64)
+        vpc = self.vectors_per_class
+        self._svc = bool(vpc) and bool(self.support_vectors)
+        prob_a, prob_b = self.prob_a or [], self.prob_b or []
+        if len(prob_a) != len(prob_b):
+            raise InvalidAttributeError(
+                f"{label}: attributes 'prob_a' and 'prob_b' have {len(prob_a)} and {len(prob_b)} values, expected the same count."
+            )
+        self._prob = (np.asarray(prob_a, np.float64), np.asarray(prob_b, np.float64)) if prob_a else None
+        if self._svc:
+            vpc = np.asarray(vpc, dtype=np.int64)
+            k = vpc.size
+            n_sv = int(vpc.sum())
+            sv = np.asarray(self.support_vectors, dtype=np.float64)
+            if n_sv == 0 or sv.size % n_sv:
+                raise InvalidAttributeError(
+                    f"{label} has {sv.size} support vector values, not a multiple of the {n_sv} vectors of 'vectors_per_class'."
+                )
+            self._sv = sv.reshape(n_sv, -1)
+            self._sv_sq = (self._sv * self._sv).sum(axis=1)
+            if self._coef.size != (k - 1) * n_sv:
+                raise InvalidAttributeError(
+                    f"{label} has {self._coef.size} coefficients, expected {(k - 1) * n_sv} ((classes - 1) x support vectors)."
+                )
+            n_pairs = k * (k - 1) // 2
+            if self._rho.size != n_pairs:
+                raise InvalidAttributeError(f"{label} has {self._rho.size} rho values, expected {n_pairs} (one per pair of classes).")
+            if self._prob is not None and self._prob[0].size != n_pairs:
+                raise InvalidAttributeError(
+                    f"{label} has {self._prob[0].size} values in 'prob_a', expected {n_pairs} (one per pair of classes)."
+                )
+            if labels.size < k:
+                raise InvalidAttributeError(f"{label} has {k} classes in 'vectors_per_class' but {labels.size} class labels.")
+            self._k = k
+            self._pair_weights = self._pair_matrix(vpc, self._coef.reshape(k - 1, n_sv))
+        else:
+            self._k = None
+
+    @staticmethod
+    def _pair_matrix(vpc: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """[n_sv, n_pairs] weights so that decision values are K @ W + rho (one matrix product).
+
+        Pair (i, j) weighs class i's vectors by coef[j - 1] and class j's by coef[i]. A loop over
+        the pairs of classes, at construction.
+        """
+        k = vpc.size
+        starts = np.concatenate([[0], np.cumsum(vpc)])
+        w = np.zeros((coef.shape[1], k * (k - 1) // 2))
+        p = 0
+        for i in range(k):
+            for j in range(i + 1, k):
+                si, sj = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
+                w[si, p] = coef[j - 1, si]
+                w[sj, p] = coef[i, sj]
+                p += 1
+        return w
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        x = _rows(x, self._node_label())
+        if not self._svc:
+            return self._linear(x)
+        dec = self._kernel_of(x) @ self._pair_weights + self._rho
+        k = self._k
+        ii, jj = np.triu_indices(k, 1)
+        if k == 2:
+            winner = (dec[:, 0] <= 0).astype(np.intp)
+        else:
+            # the winner of each pair, then one count per class (a [N, pairs, k] comparison)
+            winners = np.where(dec > 0, ii, jj)
+            votes = (winners[:, :, None] == np.arange(k)).sum(axis=1)
+            winner = votes.argmax(axis=1)
+        labels = self.labels.take(winner)
+        if self._prob is not None:
+            # libsvm clips the pairwise probabilities to [1e-7, 1 - 1e-7]
+            rij = np.clip(sigmoid_predict(dec, *self._prob), 1e-7, 1 - 1e-7)
+            # the coupling runs for two classes too (scikit-learn's libsvm does; the iteration
+            # stops at a tolerance, so its result differs from r[0, 1] by up to ~5e-3)
+            r = np.zeros((x.shape[0], k, k))
+            r[:, ii, jj] = rij
+            r[:, jj, ii] = 1 - rij
+            probs = pairwise_coupling(r)
+            return labels, apply_transform(self._transform, probs).astype(np.float32)
+        if k == 2:
+            return labels, self._binary_pair(dec[:, 0])
+        return labels, apply_transform(self._transform, dec).astype(np.float32)
+
+    def _binary_pair(self, d: np.ndarray) -> np.ndarray:
+        name = self._transform_name
+        if name in ("SOFTMAX", "SOFTMAX_ZERO"):
+            z = np.stack([1 - d, d], axis=1)
+        elif name == "PROBIT":
+            p = probit(d)
+            z = np.stack([-p, p], axis=1)
+        else:
+            z = apply_transform(self._transform, np.stack([-d, d], axis=1))
+        return z.astype(np.float32)
+
+    def _linear(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        nf = x.shape[1]
+        if nf == 0 or self._coef.size % nf:
+            raise KernelError(
+                f"{self._node_label()} has {self._coef.size} coefficients, not a multiple of the {nf} input features."
+            )
+        w = self._coef.reshape(-1, nf)
+        scores = x @ w.T
+        if self._rho.size:
+            scores += self._rho[: scores.shape[1]] if self._rho.size >= scores.shape[1] else self._rho[0]
+        if scores.shape[1] == 1 and self.labels.size == 2:
+            s = scores[:, 0]
+            labels = self.labels.take((s > 0).astype(np.intp))
+            return labels, self._binary_pair(s)
+        if scores.shape[1] > self.labels.size:
+            raise KernelError(f"{self._node_label()} computes {scores.shape[1]} scores but has {self.labels.size} class labels.")
+        labels = self.labels.take(scores.argmax(axis=1))
+        return labels, apply_transform(self._transform, scores).astype(np.float32)
+
+
+@register("SVMRegressor", versions=(1,), domain=ML_DOMAIN)
+class SVMRegressor(_SVMBase):
+    """SVMRegressor (ml 1): y = sum_k coef_k K(x, sv_k) + rho[0] (linear y = <x, coef> + rho[0]
+    without support vectors). ``one_class`` outputs 1 where y >= 0 and -1 elsewhere
+    (scikit-learn's OneClassSVM rule). post_transform applies to y, as the spec says
+    (onnxruntime ignores it)."""
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        label = self._node_label()
+        self._read_kernel()
+        self._coef = np.asarray(self.coefficients or [], dtype=np.float64)
+        rho = self.rho or [0.0]
+        self._rho = float(rho[0])
+        n = int(self.n_supports or 0)
+        if n > 0:
+            sv = np.asarray(self.support_vectors or [], dtype=np.float64)
+            if sv.size == 0 or sv.size % n:
+                raise InvalidAttributeError(f"{label} has {sv.size} support vector values, not a multiple of n_supports={n}.")
+            if self._coef.size != n:
+                raise InvalidAttributeError(f"{label} has {self._coef.size} coefficients, expected n_supports={n}.")
+            self._sv = sv.reshape(n, -1)
+            self._sv_sq = (self._sv * self._sv).sum(axis=1)
+        else:
+            self._sv = None
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        x = _rows(x, self._node_label())
+        if self._sv is not None:
+            y = self._kernel_of(x) @ self._coef + self._rho
+        else:
+            if self._coef.size != x.shape[1]:
+                raise KernelError(
+                    f"{self._node_label()} has {self._coef.size} coefficients, the input has {x.shape[1]} features."
+                )
+            y = x @ self._coef + self._rho
+        y = y.reshape(-1, 1)
+        if self.one_class:
+            return (np.where(y >= 0, 1.0, -1.0).astype(np.float32),)
+        return (apply_transform(self._transform, y).astype(np.float32),)
