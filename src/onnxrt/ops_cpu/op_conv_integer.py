@@ -1,0 +1,114 @@
+"""ConvInteger (10): integer convolution with zero points, exact through a floating BLAS product."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InvalidAttributeError, KernelError
+from ..registry import register
+from ._conv_common import check_auto_pad, kernel_from, spatial_attr, window_geometry
+from ._op import OpRun
+from .op_conv import check_conv_shapes, conv_core
+
+#: float32 sums integers exactly below 2**24
+_F32_EXACT = 1 << 24
+
+
+def zero_point(zp: np.ndarray | None, n: int, name: str, per_channel: bool) -> np.ndarray:
+    """A zero point as int64: a scalar (or one-element tensor), or, when allowed, one value per output channel."""
+    if zp is None:
+        return np.zeros((), np.int64)
+    zp = np.asarray(zp)
+    if zp.size == 1:
+        return zp.reshape(()).astype(np.int64)
+    if per_channel and zp.ndim == 1 and zp.shape[0] == n:
+        return zp.astype(np.int64)
+    expected = f"a scalar or {n} values (one per output channel)" if per_channel else "a scalar"
+    raise KernelError(f"{name} must be {expected}, got shape {list(zp.shape)}.")
+
+
+def integer_conv(
+    x: np.ndarray,
+    w: np.ndarray,
+    x_zero_point: np.ndarray | None,
+    w_zero_point: np.ndarray | None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: Sequence[int] | None = None,
+    group: int = 1,
+    kernel_shape: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+) -> np.ndarray:
+    """``sum (x - x_zp) * (w - w_zp)`` over each window, as exact integers held in a float array.
+
+    Padding contributes zero (the padded value is the zero point). The product runs in
+    float32 when ``max|x - x_zp| * max|w - w_zp| * (C/group * prod(K))`` stays below 2**24,
+    where every partial sum is an exact float32 integer, otherwise in float64 (exact
+    below 2**53): BLAS speed without integer overflow.
+    """
+    x = np.asarray(x)
+    w = np.asarray(w)
+    check_conv_shapes(x, w, group)
+    nd = x.ndim - 2
+    kernel = kernel_from(w.shape, kernel_shape)
+    s = spatial_attr(strides, nd, 1, "strides")
+    d = spatial_attr(dilations, nd, 1, "dilations")
+    pb, _, out_shape = window_geometry(x.shape[2:], kernel, s, d, pads, auto_pad)
+    m_out = w.shape[0]
+    xzp = zero_point(x_zero_point, 1, "x_zero_point", per_channel=False)
+    wzp = zero_point(w_zero_point, m_out, "w_zero_point", per_channel=True)
+    xd = x.astype(np.int32) - np.int32(xzp)
+    wzp32 = wzp.astype(np.int32)
+    if wzp32.ndim:  # per output channel
+        wzp32 = wzp32.reshape((-1,) + (1,) * (w.ndim - 1))
+    wd = w.astype(np.int32) - wzp32
+    if x.shape[0] == 0 or m_out == 0 or 0 in out_shape:
+        return np.zeros((x.shape[0], m_out) + out_shape, np.float64)
+    terms = w.shape[1] * int(np.prod(kernel))
+    bound = int(np.abs(xd).max(initial=0)) * int(np.abs(wd).max(initial=0)) * terms
+    ftype = np.float32 if bound < _F32_EXACT else np.float64
+    return conv_core(xd.astype(ftype), wd.astype(ftype), pb, s, d, group, out_shape)
+
+
+def conv_integer(
+    x: np.ndarray,
+    w: np.ndarray,
+    x_zero_point: np.ndarray | None = None,
+    w_zero_point: np.ndarray | None = None,
+    **attributes,
+) -> np.ndarray:
+    """ONNX ConvInteger: int32 ``Y = conv(x - x_zero_point, w - w_zero_point)``.
+
+    x and w are int8 or uint8; ``w_zero_point`` may be per output channel. Sums beyond
+    the int32 range wrap around, as the spec allows ("the accumulation may overflow if
+    and only if in 32 bits"). Attributes as :func:`onnxrt.ops_cpu.op_conv.conv`.
+    """
+    acc = integer_conv(x, w, x_zero_point, w_zero_point, **attributes)
+    return acc.astype(np.int64).astype(np.int32)
+
+
+class _IntegerConvBase(OpRun):
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        check_auto_pad(self, self.auto_pad)
+        if self.group < 1:
+            raise InvalidAttributeError(f"{self._node_label()}: attribute 'group' must be >= 1, got {self.group}.")
+        self._kw = dict(
+            auto_pad=self.auto_pad,
+            dilations=self.dilations,
+            group=self.group,
+            kernel_shape=self.kernel_shape,
+            pads=self.pads,
+            strides=self.strides,
+        )
+
+
+@register("ConvInteger", versions=(10,))
+class ConvInteger(_IntegerConvBase):
+    """ConvInteger: 10. Kernel: :func:`conv_integer`."""
+
+    def _run(self, x, w, x_zero_point=None, w_zero_point=None, attributes=None, verbose=0, fLOG=None):
+        return (conv_integer(x, w, x_zero_point, w_zero_point, **self._kw),)
