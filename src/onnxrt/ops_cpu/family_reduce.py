@@ -1,0 +1,218 @@
+"""The Reduce* family as one table: axes as attribute or input, keepdims, noop_with_empty_axes, empty sets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import KernelError
+from ..registry import register
+from ._axes import axes_in
+from ._op import OpRun
+
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_BOOL = np.dtype(bool)
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    """Accumulate float16/bfloat16 in float32 (one rounding at the end); other types in themselves."""
+    return np.dtype(np.float32) if dtype in _HALF else dtype
+
+
+def _float_for(dtype: np.dtype) -> np.dtype:
+    """Where sqrt/log/exp are computed: float32 for 16-bit floats, float64 for integers."""
+    if dtype.kind == "f" and dtype not in _HALF:
+        return dtype
+    return np.dtype(np.float32) if dtype in _HALF else np.dtype(np.float64)
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    """Identity of max: -inf for floats, the smallest value for integers, False for bool."""
+    if dtype == _BOOL:
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype: np.dtype) -> Any:
+    """Identity of min: +inf for floats, the largest value for integers, True for bool."""
+    if dtype == _BOOL:
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+# Each kernel computes over ``axes`` (a tuple, or None for every axis) and returns an
+# array; the caller casts it back to the input's type. One numpy reduction per call on
+# the fast paths (float32/float64 sums, max, min).
+
+
+def _sum(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    acc = _accumulator(x.dtype)
+    return np.add.reduce(x, axis=axes, dtype=acc, keepdims=keep)
+
+
+def _sum_square(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    acc = _accumulator(x.dtype)
+    xa = x.astype(acc) if acc != x.dtype else x
+    return np.add.reduce(xa * xa, axis=axes, keepdims=keep)
+
+
+def _l1(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    acc = _accumulator(x.dtype)
+    xa = x.astype(acc) if acc != x.dtype else x
+    return np.add.reduce(np.abs(xa), axis=axes, keepdims=keep)
+
+
+def _l2(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    # integers: sqrt in float64, truncated back to the integer type (as onnxruntime's static_cast)
+    xf = x.astype(_float_for(x.dtype))
+    return np.sqrt(np.add.reduce(xf * xf, axis=axes, keepdims=keep))
+
+
+def _prod(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    return np.multiply.reduce(x, axis=axes, dtype=_accumulator(x.dtype), keepdims=keep)
+
+
+def _max(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    # NaN propagates (numpy's maximum); an empty set yields -inf or the type's lowest value
+    if x.size == 0:
+        return np.maximum.reduce(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype))
+    return np.maximum.reduce(x, axis=axes, keepdims=keep)
+
+
+def _min(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    if x.size == 0:
+        return np.minimum.reduce(x, axis=axes, keepdims=keep, initial=_highest(x.dtype))
+    return np.minimum.reduce(x, axis=axes, keepdims=keep)
+
+
+def _mean(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    if x.dtype.kind in "iub":
+        # integer mean: sum, then division truncated toward zero, as onnxruntime's
+        # integer ReduceMean does; an empty set (undefined in the spec) gives 0
+        acc = np.dtype(np.uint64) if x.dtype.kind == "u" else np.dtype(np.int64)
+        s = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keep)
+        d = max(count, 1)
+        return np.sign(s) * (np.abs(s) // d) if acc.kind == "i" else s // np.uint64(d)
+    s = np.add.reduce(x, axis=axes, dtype=_accumulator(x.dtype), keepdims=keep)
+    if count == 0:  # undefined by the spec: NaN like numpy's mean
+        return np.full(s.shape, np.nan, dtype=s.dtype)
+    return s / s.dtype.type(count)
+
+
+def _log_sum(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    s = np.add.reduce(x.astype(_float_for(x.dtype)), axis=axes, keepdims=keep)
+    with np.errstate(divide="ignore", invalid="ignore"):  # empty set: log(0) = -inf, as the spec says
+        return np.log(s)
+
+
+def _log_sum_exp(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    # log(sum(exp(x))) = m + log(sum(exp(x - m))) with m the maximum: no overflow. m is
+    # replaced by 0 where it is not finite (empty set, all -inf, +inf, NaN) so that the
+    # result is still -inf, +inf or NaN as the plain formula gives.
+    xf = x.astype(_float_for(x.dtype))
+    if xf.size == 0:
+        m = np.maximum.reduce(xf, axis=axes, keepdims=True, initial=-np.inf)
+    else:
+        m = np.maximum.reduce(xf, axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, xf.dtype.type(0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.log(np.add.reduce(np.exp(xf - m), axis=axes, keepdims=True)) + m
+    return s if keep else s.reshape([d for i, d in enumerate(s.shape) if axes is not None and i not in axes])
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One row: the operator, its versions, the first version taking ``axes`` as an input, the kernel."""
+
+    name: str
+    versions: tuple[int, ...]
+    axes_input_since: int
+    kernel: Callable[[np.ndarray, tuple[int, ...] | None, bool], np.ndarray]
+
+
+REDUCTIONS = [
+    Reduction("ReduceSum", (1, 11, 13), 13, _sum),
+    Reduction("ReduceMean", (1, 11, 13, 18), 18, _mean),
+    Reduction("ReduceMax", (1, 11, 12, 13, 18, 20), 18, _max),
+    Reduction("ReduceMin", (1, 11, 12, 13, 18, 20), 18, _min),
+    Reduction("ReduceProd", (1, 11, 13, 18), 18, _prod),
+    Reduction("ReduceL1", (1, 11, 13, 18), 18, _l1),
+    Reduction("ReduceL2", (1, 11, 13, 18), 18, _l2),
+    Reduction("ReduceLogSum", (1, 11, 13, 18, 28), 18, _log_sum),
+    Reduction("ReduceLogSumExp", (1, 11, 13, 18, 28), 18, _log_sum_exp),
+    Reduction("ReduceSumSquare", (1, 11, 13, 18), 18, _sum_square),
+]
+
+_KERNELS = {r.name: r.kernel for r in REDUCTIONS}
+
+
+def reduce(op_type: str, data: np.ndarray, axes: Any = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> np.ndarray:
+    """Apply the reduction ``op_type`` (``"ReduceSum"``...) to ``data``.
+
+    ``axes`` is a list or 1-D int tensor (negative values count from the end) or None.
+    No axes reduce every axis, unless ``noop_with_empty_axes`` is set: then ``data`` is
+    returned unchanged. The output has the input's element type; float16/bfloat16 are
+    accumulated in float32, integer L2/LogSum/LogSumExp are computed in float64 and
+    truncated back.
+    """
+    data = np.asarray(data)
+    kernel = _KERNELS.get(op_type)
+    if kernel is None:
+        raise KernelError(f"unknown reduction {op_type!r}, expected one of {sorted(_KERNELS)!r}.")
+    ax = None if axes is None else axes_in(axes, data.ndim)
+    if not ax:
+        if noop_with_empty_axes:
+            return data
+        ax = None
+    out = kernel(data, ax, bool(keepdims))
+    if not isinstance(out, np.ndarray) or out.dtype != data.dtype:
+        out = np.asarray(out).astype(data.dtype, copy=False)
+    return out
+
+
+def _make_class(row: Reduction) -> type[OpRun]:
+    kernel = row.kernel
+
+    def __init__(self, onnx_node, desc=None, **options):
+        OpRun.__init__(self, onnx_node, desc, **options)
+        self._axes_input = (self.since_version or row.axes_input_since) >= row.axes_input_since
+        self._keep = bool(self.keepdims)
+        self._noop = bool(getattr(self, "noop_with_empty_axes", 0) or 0)
+        # attribute axes are fixed: normalise them per rank on first use
+        self._attr_axes = None if self._axes_input else self.axes
+        self._cache: dict[int, tuple[int, ...] | None] = {}
+
+    def _run(self, data, axes=None, attributes=None, verbose=0, fLOG=None):
+        if self._axes_input:
+            ax = None if axes is None or axes.size == 0 else axes_in(axes, data.ndim)
+            if not ax and self._noop:
+                return (data,)
+        else:
+            ax = self._cache.get(data.ndim, False)
+            if ax is False:
+                ax = axes_in(self._attr_axes, data.ndim) if self._attr_axes else None
+                self._cache[data.ndim] = ax
+        out = kernel(data, ax or None, self._keep)
+        if not isinstance(out, np.ndarray) or out.dtype != data.dtype:
+            out = np.asarray(out).astype(data.dtype, copy=False)
+        return (out,)
+
+    doc = (
+        f"{row.name} (versions {list(row.versions)}): axes as attribute before {row.axes_input_since}, "
+        f"as an optional int64 input (with noop_with_empty_axes) from {row.axes_input_since}."
+    )
+    cls = type(row.name, (OpRun,), {"__init__": __init__, "_run": _run, "__doc__": doc, "__module__": __name__, "kernel": staticmethod(kernel)})
+    return register(row.name, versions=row.versions)(cls)
+
+
+for _row in REDUCTIONS:
+    globals()[_row.name] = _make_class(_row)
