@@ -1,0 +1,281 @@
+"""Activations, Clip and the Softmax family: spec formulas, attributes, versions, float16/bfloat16, errors."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from onnxrt.errors import InvalidAttributeError, InvalidTypeError, KernelError
+from onnxrt.ops_cpu.op_clip import clip
+from onnxrt.ops_cpu.op_softmax import hardmax, log_softmax, softmax
+
+from .test_elementwise import f64, ort_run, run
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+X = np.array([[-4.0, -1.5, -0.5, -0.0], [0.0, 0.3, 1.0, 3.5]])
+ERF = np.vectorize(math.erf)
+
+
+def _sig(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def _softplus(v):
+    return np.log1p(np.exp(v))
+
+
+# op -> (attributes, float64 formula straight from the spec text, opset); the attribute
+# values are exact in float32 (ONNX stores float attributes in float32)
+CASES = {
+    "LeakyRelu": ({"alpha": 0.125}, lambda v: np.where(v < 0, 0.125 * v, v), 16),
+    "Elu": ({"alpha": 0.75}, lambda v: np.where(v > 0, v, 0.75 * (np.exp(v) - 1)), 22),
+    "Selu": ({"alpha": 1.5, "gamma": 2.0}, lambda v: np.where(v > 0, 2.0 * v, 2.0 * (1.5 * np.exp(v) - 1.5)), 22),
+    "Celu": ({"alpha": 2.0}, lambda v: np.maximum(0, v) + np.minimum(0, 2.0 * (np.exp(v / 2.0) - 1)), 28),
+    "HardSigmoid": ({"alpha": 0.25, "beta": 0.375}, lambda v: np.maximum(0, np.minimum(1, 0.25 * v + 0.375)), 22),
+    "HardSwish": ({}, lambda v: v * np.maximum(0, np.minimum(1, v / 6 + 0.5)), 22),
+    "Softplus": ({}, _softplus, 22),
+    "Softsign": ({}, lambda v: v / (1 + np.abs(v)), 22),
+    "ThresholdedRelu": ({"alpha": 0.25}, lambda v: np.where(v > 0.25, v, 0), 22),
+    "Gelu": ({}, lambda v: 0.5 * v * (1 + ERF(v / math.sqrt(2))), 20),
+    "Mish": ({}, lambda v: v * np.tanh(_softplus(v)), 22),
+    "Swish": ({"alpha": 1.75}, lambda v: v * _sig(1.75 * v), 24),
+    "Shrink": ({"lambd": 0.625, "bias": 0.25}, lambda v: np.where(v < -0.625, v + 0.25, np.where(v > 0.625, v - 0.25, 0)), 9),
+    "Relu": ({}, lambda v: np.maximum(v, 0), 14),
+    "Sigmoid": ({}, _sig, 13),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16], ids=str)
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_activation_formula(op, dtype):
+    attrs, ref, opset = CASES[op]
+    x = X.astype(dtype)
+    if op == "Shrink" and np.dtype(dtype) == BF16:
+        with pytest.raises(InvalidTypeError):  # Shrink 9 predates bfloat16
+            run(op, x, opset=opset, **attrs)
+        return
+    y = run(op, x, opset=opset, **attrs)
+    assert y.dtype == np.dtype(dtype) and y.shape == x.shape
+    tol = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 2e-6}.get(np.dtype(dtype), 1e-2)
+    np.testing.assert_allclose(f64(y), ref(f64(x)), rtol=tol, atol=tol)
+
+
+def test_gelu_tanh_approximation():
+    x = np.linspace(-5, 5, 41).astype(np.float32)
+    y = run("Gelu", x, opset=20, approximate="tanh")
+    v = f64(x)
+    expected = 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)))
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-7)
+    with pytest.raises(InvalidAttributeError, match="approximate"):
+        run("Gelu", x, opset=20, approximate="erf")
+
+
+def test_activation_defaults_follow_the_schema_of_each_version():
+    x = np.array([-1.0, 1.0], np.float32)
+    np.testing.assert_allclose(run("LeakyRelu", x, opset=16), [-0.01, 1.0], rtol=1e-6)
+    # Selu 1 and 6 have different default constants
+    y1 = run("Selu", x, opset=1)
+    y6 = run("Selu", x, opset=6)
+    np.testing.assert_allclose(y1[1], 1.0507, rtol=1e-6)
+    np.testing.assert_allclose(y6[1], 1.05070102214813232421875, rtol=1e-7)
+    np.testing.assert_allclose(run("HardSigmoid", x, opset=6), [0.3, 0.7], rtol=1e-6)
+
+
+def test_activations_large_inputs_do_not_overflow():
+    x = np.array([-1000.0, -90.0, 90.0, 1000.0], np.float32)
+    np.testing.assert_allclose(run("Softplus", x), [0.0, np.exp(-90.0), 90.0, 1000.0], rtol=1e-6)
+    np.testing.assert_allclose(run("Elu", x), [-1.0, -1.0, 90.0, 1000.0])
+    np.testing.assert_allclose(run("Mish", x), [-0.0, -90 * np.exp(-90.0), 90.0, 1000.0], rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(run("Swish", x, opset=24), [-0.0, -90 * _sig(-90.0), 90.0, 1000.0], rtol=1e-5, atol=1e-30)
+
+
+def test_shrink_integers_compute_in_float_then_truncate():
+    x = np.array([-5, -2, -1, 0, 1, 2, 5], np.int32)
+    y = run("Shrink", x, opset=9, lambd=1.5, bias=1.5)
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, ort_run("Shrink", x, opset=9, lambd=1.5, bias=1.5))
+    np.testing.assert_array_equal(y, [-3, 0, 0, 0, 0, 0, 3])
+    y = run("Shrink", np.array([0, 3, 200], np.uint8), opset=9, lambd=1.0, bias=1.0)
+    np.testing.assert_array_equal(y, np.array([0, 2, 199], np.uint8))
+
+
+def test_celu_before_28_is_float_only():
+    with pytest.raises(InvalidTypeError):
+        run("Celu", np.zeros(2, np.float64), opset=12)
+    np.testing.assert_allclose(run("Celu", np.array([-1.0], np.float64), opset=28), [np.expm1(-1.0)])
+
+
+# ----------------------------------------------------------------------------------------
+# PRelu
+# ----------------------------------------------------------------------------------------
+
+
+def test_prelu_unidirectional_broadcasting():
+    x = np.array([[-2.0, 1.0, -3.0], [4.0, -5.0, 0.0]], np.float32)
+    slope = np.array([0.5, 2.0, 3.0], np.float32)
+    y = run("PRelu", x, slope, opset=16)
+    np.testing.assert_allclose(y, np.where(x < 0, x * slope, x))
+    np.testing.assert_array_equal(run("PRelu", x, np.array(0.25, np.float32), opset=16), np.where(x < 0, x / 4, x))
+    with pytest.raises(KernelError, match="slope"):
+        run("PRelu", x[0], x, opset=16)  # the slope must broadcast to X, not the reverse
+
+
+def test_prelu_integers_and_legacy_channel_slope():
+    x = np.array([-4, 3, -1], np.int32)
+    np.testing.assert_array_equal(run("PRelu", x, np.array([2, 2, 3], np.int32), opset=9), [-8, 3, -3])
+    # opset 6: a slope of C values applies per channel (axis 1), as PyTorch exports it
+    x = np.arange(-12, 12, dtype=np.float32).reshape(2, 3, 4)
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    y = run("PRelu", x, slope, opset=6)
+    np.testing.assert_allclose(y, np.where(x < 0, x * slope.reshape(3, 1), x))
+
+
+# ----------------------------------------------------------------------------------------
+# Clip
+# ----------------------------------------------------------------------------------------
+
+
+def test_clip_attributes_before_11():
+    x = np.array([-3.0, -0.5, 0.25, 4.0], np.float32)
+    np.testing.assert_array_equal(run("Clip", x, opset=6, min=-1.0, max=1.0), [-1.0, -0.5, 0.25, 1.0])
+    np.testing.assert_array_equal(run("Clip", x, opset=6), x)  # defaults are -/+FLT_MAX
+    np.testing.assert_array_equal(run("Clip", x, opset=1, max=0.0), [-3.0, -0.5, 0.0, 0.0])  # absent min: open
+    x16 = x.astype(np.float16)
+    np.testing.assert_array_equal(run("Clip", x16, opset=6, min=-1.0), np.maximum(x16, -1))
+
+
+def test_clip_inputs_from_11():
+    x = np.array([-3.0, -0.5, 0.25, 4.0, np.nan], np.float32)
+    lo, hi = np.array(-1.0, np.float32), np.array(1.0, np.float32)
+    np.testing.assert_array_equal(run("Clip", x, lo, hi, opset=13), [-1.0, -0.5, 0.25, 1.0, np.nan])
+    np.testing.assert_array_equal(run("Clip", x, lo, opset=13), [-1.0, -0.5, 0.25, 4.0, np.nan])
+    from onnx import helper
+
+    from onnxrt.backend import run_node
+
+    (y,) = run_node(helper.make_node("Clip", ["x", "", "hi"], ["y"]), {"x": x, "hi": hi})
+    np.testing.assert_array_equal(y, [-3.0, -0.5, 0.25, 1.0, np.nan])
+    # min > max: every value becomes max (Clip 13)
+    np.testing.assert_array_equal(run("Clip", x[:4], np.array(2.0, np.float32), np.array(1.0, np.float32)), [1.0] * 4)
+    with pytest.raises(KernelError, match="scalar"):
+        run("Clip", x, np.array([0.0, 1.0], np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64], ids=str)
+def test_clip_integers_from_12(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, 0, 5, info.max], dtype)
+    y = run("Clip", x, np.array(1, dtype), np.array(6, dtype), opset=12)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, [1, 1, 5, 6])
+    np.testing.assert_array_equal(run("Clip", x, opset=13), x)
+    with pytest.raises(InvalidTypeError):
+        run("Clip", x, opset=11)
+
+
+def test_clip_kernel_does_not_alias_its_input():
+    x = np.array([1.0, 2.0], np.float32)
+    y = clip(x)
+    assert y is not x and np.array_equal(y, x)
+    y = run("Clip", np.array([1.0, 2.0], BF16), np.array(1.5, BF16), opset=13)
+    assert y.dtype == BF16
+    np.testing.assert_array_equal(f64(y), [1.5, 2.0])
+
+
+# ----------------------------------------------------------------------------------------
+# Softmax, LogSoftmax, Hardmax
+# ----------------------------------------------------------------------------------------
+
+
+def _np_softmax(v, axis):
+    e = np.exp(v - v.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_softmax_13_is_per_axis(axis):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    y = run("Softmax", x, opset=13, axis=axis)
+    np.testing.assert_allclose(y, _np_softmax(f64(x), axis), rtol=1e-6)
+    ly = run("LogSoftmax", x, opset=13, axis=axis)
+    np.testing.assert_allclose(ly, np.log(_np_softmax(f64(x), axis)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [1, 11])
+def test_softmax_before_13_coerces_to_2d(opset):
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    y = run("Softmax", x, opset=opset)  # default axis 1: normalised over the 3*4 trailing block
+    expected = _np_softmax(f64(x).reshape(2, 12), 1).reshape(2, 3, 4)
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
+    assert np.allclose(y.sum(axis=(1, 2)), 1.0) and not np.allclose(y.sum(axis=1), 1.0)
+    ly = run("LogSoftmax", x, opset=opset, axis=2)
+    np.testing.assert_allclose(ly, np.log(_np_softmax(f64(x).reshape(6, 4), 1)).reshape(2, 3, 4), rtol=1e-5, atol=1e-6)
+    y0 = run("Softmax", x, opset=opset, axis=0)  # everything in one row
+    np.testing.assert_allclose(y0.sum(), 1.0, rtol=1e-6)
+
+
+def test_softmax_large_values_and_low_precision_types():
+    x = np.array([[1000.0, 1001.0, 1002.0], [-1e4, 0.0, 1e4]], np.float32)
+    np.testing.assert_allclose(run("Softmax", x), _np_softmax(f64(x), -1), rtol=1e-6)
+    np.testing.assert_allclose(run("LogSoftmax", x), [[-2.4076059, -1.4076059, -0.4076059], [-2e4, -1e4, 0.0]], rtol=1e-6)
+    small = np.array([[0.0, 1.0, 2.0]], np.float32)
+    for dt in (np.float16, BF16):
+        y = run("Softmax", small.astype(dt))
+        assert y.dtype == np.dtype(dt)
+        np.testing.assert_allclose(f64(y), _np_softmax(f64(small), -1), rtol=1e-2)
+
+
+def test_softmax_errors_and_empty():
+    with pytest.raises(KernelError, match="axis"):
+        run("Softmax", np.zeros((2, 3), np.float32), opset=13, axis=2)
+    y = run("Softmax", np.zeros((0, 3), np.float32))
+    assert y.shape == (0, 3) and y.dtype == np.float32
+    with pytest.raises(InvalidTypeError):
+        run("Softmax", np.zeros((2, 3), BF16), opset=11)
+
+
+def test_hardmax_first_maximum_wins():
+    x = np.array([[3.0, 1.0, 3.0, 2.0], [0.0, 5.0, 5.0, 5.0], [-1.0, -1.0, -1.0, -1.0]], np.float32)
+    y = run("Hardmax", x, opset=13)
+    np.testing.assert_array_equal(y, [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 0, 0]])
+    assert y.dtype == np.float32
+    y = run("Hardmax", x, opset=13, axis=0)
+    np.testing.assert_array_equal(y, [[1, 0, 0, 0], [0, 1, 1, 1], [0, 0, 0, 0]])
+    # opset 11: one 1 in the whole coerced row
+    x3 = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    y = run("Hardmax", x3, opset=11)
+    assert y.sum() == 2 and y[0, 2, 3] == 1 and y[1, 2, 3] == 1
+    np.testing.assert_array_equal(hardmax(x3.astype(np.float16), axis=1, coerce_2d=False).sum(axis=1), np.ones((2, 4)))
+
+
+def test_softmax_kernels_directly():
+    x = np.array([[1.0, 2.0], [3.0, 5.0]])
+    np.testing.assert_allclose(softmax(x, axis=0), _np_softmax(x, 0))
+    np.testing.assert_allclose(log_softmax(x), np.log(_np_softmax(x, -1)))
+
+
+# ----------------------------------------------------------------------------------------
+# differential tests against onnxruntime
+# ----------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    op=st.sampled_from(sorted(set(CASES) - {"Celu", "Swish"}) + ["Softmax", "LogSoftmax", "Hardmax"]),
+    x=hnp.arrays(np.float32, st.sampled_from([(5,), (2, 3), (2, 3, 2)]), elements=st.floats(-20, 20, width=32)),
+)
+def test_activations_match_onnxruntime(op, x):
+    attrs = CASES[op][0] if op in CASES else {"axis": 0}
+    opset = 22 if op not in ("Gelu", "Shrink") else CASES[op][2]
+    y = run(op, x, opset=opset, **attrs)
+    expected = ort_run(op, x, opset=opset, **attrs)
+    assert y.dtype == expected.dtype and y.shape == expected.shape
+    if op == "Hardmax" and len(np.unique(x)) < x.size:
+        return  # ties: both pick a first maximum, checked exactly above
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
