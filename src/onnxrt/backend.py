@@ -17,7 +17,7 @@ class OnnxrtBackendRep(BackendRep):
     def __init__(self, engine: OnnxInference):
         self.engine = engine
         # feeds fill the graph inputs that have no initializer first, as onnxruntime does
-        inits = set(engine.plan.initializers)
+        inits = engine.initializer_names
         self._feed_names = [n for n in engine.input_names if n not in inits] + [
             n for n in engine.input_names if n in inits
         ]

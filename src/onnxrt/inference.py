@@ -164,11 +164,19 @@ class OnnxInference:
         self.opsets = check_versions(proto)
         functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}
         self._functions = functions
-        self.plan = Plan(proto.graph, self.opsets, base_dir, functions, options=options, value_info=_static_info(proto, options))
+        #: IR >= 4: an initializer also listed as an input is a default a feed may override;
+        #: before, every initializer was listed as an input and is a constant (onnxruntime's rule)
+        self.overridable = proto.ir_version >= 4
+        self.plan = Plan(
+            proto.graph, self.opsets, base_dir, functions, options=options,
+            value_info=_static_info(proto, options), overridable_initializers=self.overridable,
+        )
         self._plain: Plan | None = None
         graph = proto.graph
-        inits = set(self.plan.initializers)
-        self._specs = {vi.name: _InputSpec(vi, vi.name in inits) for vi in graph.input}
+        #: the model's own initializer names (the plan's constants also hold folded values)
+        self.initializer_names = {i.name for i in graph.initializer} | {i.values.name for i in graph.sparse_initializer}
+        inits = self.initializer_names
+        self._specs = {vi.name: _InputSpec(vi, vi.name in inits) for vi in graph.input if self.overridable or vi.name not in inits}
         self.input_names = [vi.name for vi in graph.input]
         self.output_names = [o.name for o in graph.output]
 

@@ -69,9 +69,13 @@ class InferenceSession:
         self._providers = list(providers) if providers else ["CPUExecutionProvider"]
         self._engine = OnnxInference(path_or_bytes, options=self._options)
         graph = self._engine.model.graph
-        inits = set(self._engine.plan.initializers)
+        inits = self._engine.initializer_names
         self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
-        self._overridable = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name in inits]
+        self._overridable = [
+            NodeArg(vi.name, type_shape(vi.type), type_string(vi.type))
+            for vi in graph.input
+            if vi.name in inits and self._engine.overridable
+        ]
         self._outputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.output]
         self._profiler: Profiler | None = None
         if self._options.enable_profiling:

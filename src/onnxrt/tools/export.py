@@ -84,7 +84,7 @@ def to_python(oinf: Any, npz_path: str | None = None, embed_limit: int = 1 << 20
     and ``npz_path`` is None; otherwise they are written to ``npz_path`` and loaded from the
     module's folder.
     """
-    plan = oinf.plan
+    plan = oinf.plain_plan  # the graph as written: one line per node of the model
     names = _Names()
     doc = f"Model {oinf.model.graph.name!r} exported from onnxrt"
     lines = [_HEADER.format(doc=doc)]
