@@ -19,13 +19,13 @@ def _as_keys(values: np.ndarray) -> np.ndarray:
 class Lookup:
     """A mapping from ``keys`` to positions 0..n-1, built once, queried on whole tensors.
 
-    Duplicate keys: the last occurrence wins (onnxruntime fills its map in order and the
-    later key overwrites). Float keys: ``nan_matches`` lets a NaN key match every NaN input
+    Duplicate keys: the last occurrence wins, or the first with ``first_wins`` (what
+    onnxruntime's LabelEncoder does, its map keeping the first insertion). Float keys: ``nan_matches`` lets a NaN key match every NaN input
     (LabelEncoder 4); ``bitwise`` compares the bit patterns instead (LabelEncoder 2, where
     the spec says look-ups are bit-wise, so -0.0 and 0.0 differ and NaN matches its own bits).
     """
 
-    def __init__(self, keys: np.ndarray, nan_matches: bool = False, bitwise: bool = False):
+    def __init__(self, keys: np.ndarray, nan_matches: bool = False, bitwise: bool = False, first_wins: bool = False):
         keys = np.asarray(keys)
         self.kind = "str" if keys.dtype.kind in "OUS" else keys.dtype.kind
         self.bitwise = bitwise and keys.dtype.kind == "f"
@@ -36,16 +36,19 @@ class Lookup:
         elif keys.dtype.kind == "f":
             nan = np.isnan(keys)
             if nan.any() and nan_matches:
-                self.nan_position = int(positions[nan][-1])
+                self.nan_position = int(positions[nan][0 if first_wins else -1])
             keys, positions = keys[~nan], positions[~nan]
         keys = _as_keys(keys)
-        # last occurrence wins: sort by key, keep the last of each run of equal keys
+        # sort by key then position; keep the last (or first) of each run of equal keys
         order = np.lexsort((positions, keys)) if keys.size else np.zeros(0, np.intp)
         skeys, spos = keys[order], positions[order]
         if skeys.size:
-            last = np.ones(skeys.size, dtype=bool)
-            last[:-1] = skeys[1:] != skeys[:-1]
-            skeys, spos = skeys[last], spos[last]
+            keep = np.ones(skeys.size, dtype=bool)
+            if first_wins:
+                keep[1:] = skeys[1:] != skeys[:-1]
+            else:
+                keep[:-1] = skeys[1:] != skeys[:-1]
+            skeys, spos = skeys[keep], spos[keep]
         self.keys = skeys
         self.positions = spos
         self.dtype = np.asarray(keys).dtype

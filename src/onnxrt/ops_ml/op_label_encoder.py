@@ -57,7 +57,11 @@ class CategoryMapper(OpRun):
 class LabelEncoder(OpRun):
     """LabelEncoder: 1 (strings <-> their index in classes_strings), 2 (keys_* -> values_*,
     bit-wise float comparison), 4 (keys_tensor / values_tensor of any listed type,
-    default_tensor; a NaN key matches every NaN). Keys repeated: the last one wins.
+    default_tensor; a NaN key matches every NaN).
+
+    A repeated key: version 4's spec says the last one takes precedence, and onnxrt does so
+    (onnxruntime keeps the first); versions 1 and 2 say nothing and onnxrt keeps the first,
+    as onnxruntime.
 
     Version 4 without default_tensor uses the default_* attribute of the values' kind
     (default_int64 for integer values of any width, default_float for floats and doubles,
@@ -72,7 +76,7 @@ class LabelEncoder(OpRun):
             self._v1 = True
             self._strings = classes
             self._ints = np.arange(classes.size, dtype=np.int64)
-            self._by_string = Lookup(classes)
+            self._by_string = Lookup(classes, first_wins=True)
             self._by_int = Lookup(self._ints)
             return
         self._v1 = False
@@ -84,7 +88,7 @@ class LabelEncoder(OpRun):
             )
         self._keys, self._values = keys, values
         since = self.since_version or 4
-        self._lookup = Lookup(keys, nan_matches=since >= 4, bitwise=since < 4)
+        self._lookup = Lookup(keys, nan_matches=since >= 4, bitwise=since < 4, first_wins=since < 4)
         self._default = self._default_value(values, label)
 
     def _pick(self, prefixes: tuple[str, str], label: str) -> np.ndarray:
