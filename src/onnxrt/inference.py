@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .dtypes import elem_name, same_dtype, type_shape, type_string
+from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from .model import check_versions, load_model
@@ -34,7 +34,7 @@ def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
 class _InputSpec:
     """What a graph input accepts, precomputed for fast feed validation."""
 
-    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional")
+    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional", "np_dtype", "rank", "static")
 
     def __init__(self, vi: onnx.ValueInfoProto, optional: bool):
         self.name = vi.name
@@ -44,10 +44,27 @@ class _InputSpec:
         self.elem_type = tp.tensor_type.elem_type if self.kind == "tensor_type" else 0
         self.shape = type_shape(tp) if self.kind == "tensor_type" else None
         self.optional = optional
+        # the fast path of _check_feed: a numeric dtype, a rank, the static dims
+        dt = ONNX_TO_NP.get(self.elem_type) if self.kind == "tensor_type" else None
+        self.np_dtype = dt if dt is not None and dt.kind != "O" else None
+        self.rank = len(self.shape) if self.shape is not None else -1
+        self.static = tuple((a, d) for a, d in enumerate(self.shape or ()) if isinstance(d, int))
 
 
 def _check_feed(spec: _InputSpec, value: Any) -> Any:
     """Validate one feed; returns the value the engine uses (a read-only view for arrays)."""
+    if type(value) is np.ndarray and spec.np_dtype is not None and value.dtype == spec.np_dtype:
+        shape = value.shape
+        if spec.rank < 0 or (len(shape) == spec.rank and all(shape[a] == d for a, d in spec.static)):
+            if value.flags.writeable:  # kernels see a read-only view: the caller's array cannot change
+                value = value.view()
+                value.flags.writeable = False
+            return value
+    return _check_feed_slow(spec, value)
+
+
+def _check_feed_slow(spec: _InputSpec, value: Any) -> Any:
+    """Every case but a well-formed numeric tensor: conversions and the error messages."""
     name = spec.name
     kind = spec.kind
     if kind == "optional_type":
@@ -226,6 +243,9 @@ class OnnxInference:
         """
         feeds = self.validate_feeds(inputs)
         plan = self.plan
+        if output_names is None and not (intermediate or verbose or trace is not None):
+            values = plan.run_dict(feeds)  # the hot path
+            return {n: _output_value(values[s]) for n, s in zip(plan.output_names, plan._output_slots)}
         wanted = output_names if output_names is not None else self.output_names
         if intermediate or any(n not in plan.slots for n in wanted):
             plan = self.plain_plan  # the values of the graph as written, before optimisation

@@ -117,15 +117,17 @@ class InferenceSession:
         return self._engine.model
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None = None) -> list[Any]:
-        names = list(output_names) if output_names else list(self._engine.output_names)
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
+        names = list(output_names) if output_names else None
         if self._profiler is not None:
             t0 = time.perf_counter_ns()
             res = self._engine.run(input_feed, output_names=names, trace=self._profiler.node_trace())
             self._profiler.model_event(t0, time.perf_counter_ns())
         else:
             res = self._engine.run(input_feed, output_names=names)
+        if names is None:
+            return list(res.values())
         return [res[n] for n in names]
 
     def end_profiling(self) -> str:
