@@ -120,7 +120,8 @@ class SVMClassifier(_SVMBase):
     + rho[pair]; i gets the vote when d > 0; the label is the class with the most votes
     (the first on ties), as scikit-learn's predict. Z holds the pairwise decision values, or,
     with prob_a/prob_b, the class probabilities of libsvm's pairwise coupling. Without
-    support vectors the model is linear: one score per class, X coef^T + rho.
+    support vectors the model is linear: one score per class, X coef^T + rho[0] (onnxruntime
+    adds the first rho to every class).
 
     Two classes, as onnxruntime (the spec leaves it open): Z is [-d, d] ([1 - d, d] under
     SOFTMAX/SOFTMAX_ZERO, [sigmoid(-d), sigmoid(d)] under LOGISTIC, [-probit(d), probit(d)]
@@ -243,7 +244,9 @@ class SVMClassifier(_SVMBase):
         w = self._coef.reshape(-1, nf)
         scores = x @ w.T
         if self._rho.size:
-            scores += self._rho[: scores.shape[1]] if self._rho.size >= scores.shape[1] else self._rho[0]
+            # the spec does not say how rho applies to a linear model; onnxruntime adds rho[0]
+            # to every class score, and so does onnxrt
+            scores += self._rho[0]
         if scores.shape[1] == 1 and self.labels.size == 2:
             s = scores[:, 0]
             labels = self.labels.take((s > 0).astype(np.intp))
