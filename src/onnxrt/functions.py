@@ -1,13 +1,14 @@
-"""Function expansion: model-local FunctionProtos and schema function bodies, inlined into the graph."""
+"""Function expansion: model-local FunctionProtos and schema function bodies (context-dependent too), inlined into the graph."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
-from onnx import AttributeProto, FunctionProto, NodeProto
+from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto, helper
 
 from .errors import GraphError, InvalidAttributeError
 
@@ -55,51 +56,78 @@ _counter = itertools.count()
 _MAX_DEPTH = 64
 
 
-def _rename_graph(graph: onnx.GraphProto, mapping: dict[str, str]) -> onnx.GraphProto:
-    """Copy of a subgraph whose references to renamed outer names follow ``mapping``."""
+def _domain(domain: str) -> str:
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+# --- attribute references -------------------------------------------------------------------
+
+
+def _resolved(att: AttributeProto, call_atts: dict[str, AttributeProto], defaults: dict[str, AttributeProto]) -> AttributeProto | None:
+    """The attribute a body node gets: itself, or the call's (else the default) value of the
+    attribute it refers to; None when neither gives one (the operator's own default applies)."""
+    if not att.ref_attr_name:
+        return att
+    src = call_atts.get(att.ref_attr_name) or defaults.get(att.ref_attr_name)
+    if src is None:
+        return None
+    new = AttributeProto()
+    new.CopyFrom(src)
+    new.name = att.name
+    return new
+
+
+def _local_names(graph: onnx.GraphProto) -> set[str]:
+    local = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    local.update(i.values.name for i in graph.sparse_initializer)
+    for node in graph.node:
+        local.update(node.output)
+    return local
+
+
+def _rewrite_graph(
+    graph: onnx.GraphProto,
+    mapping: dict[str, str],
+    call_atts: dict[str, AttributeProto],
+    defaults: dict[str, AttributeProto],
+) -> onnx.GraphProto:
+    """Copy of a subgraph of a function body: references to outer names follow ``mapping``
+    and attribute references (``ref_attr_name``) take the call's values, at any depth."""
     g = onnx.GraphProto()
     g.CopyFrom(graph)
-    local = {i.name for i in g.input} | {i.name for i in g.initializer}
-    for node in g.node:
-        local.update(node.output)
-    outer = {k: v for k, v in mapping.items() if k not in local}
-    if not outer:
-        return g
+    outer = {k: v for k, v in mapping.items() if k not in _local_names(g)}
     for node in g.node:
         for i, name in enumerate(node.input):
             if name in outer:
                 node.input[i] = outer[name]
+        atts = []
         for att in node.attribute:
-            if att.type == AttributeProto.GRAPH:
-                att.g.CopyFrom(_rename_graph(att.g, outer))
-            elif att.type == AttributeProto.GRAPHS:
-                for sub in att.graphs:
-                    sub.CopyFrom(_rename_graph(sub, outer))
+            new = _resolved(att, call_atts, defaults)
+            if new is None:
+                continue
+            if new is att:
+                new = AttributeProto()
+                new.CopyFrom(att)
+            if new.type == AttributeProto.GRAPH:
+                new.g.CopyFrom(_rewrite_graph(new.g, outer, call_atts, defaults))
+            elif new.type == AttributeProto.GRAPHS:
+                for sub in new.graphs:
+                    sub.CopyFrom(_rewrite_graph(sub, outer, call_atts, defaults))
+            atts.append(new)
+        del node.attribute[:]
+        node.attribute.extend(atts)
     for out in g.output:
         if out.name in outer:
             out.name = outer[out.name]
     return g
 
 
-def _resolve_attributes(
-    body_node: NodeProto,
-    call_atts: dict[str, AttributeProto],
-    defaults: dict[str, AttributeProto],
-    fname: str,
-) -> list[AttributeProto]:
-    out = []
-    for att in body_node.attribute:
-        if att.ref_attr_name:
-            src = call_atts.get(att.ref_attr_name) or defaults.get(att.ref_attr_name)
-            if src is None:
-                continue  # the attribute is left unset: the operator's default applies
-            new = AttributeProto()
-            new.CopyFrom(src)
-            new.name = att.name
-            out.append(new)
-        else:
-            out.append(att)
-    return out
+def _rename_graph(graph: onnx.GraphProto, mapping: dict[str, str]) -> onnx.GraphProto:
+    """Copy of a subgraph whose references to renamed outer names follow ``mapping``."""
+    return _rewrite_graph(graph, mapping, {}, {})
+
+
+# --- inlining --------------------------------------------------------------------------------
 
 
 def inline_call(
@@ -107,18 +135,31 @@ def inline_call(
     fn: FunctionProto,
     fn_opsets: dict[str, int],
 ) -> list[GraphNode]:
-    """Nodes of ``fn`` with the call's inputs, outputs and attributes substituted."""
+    """Nodes of ``fn`` with the call's inputs, outputs and attributes substituted.
+
+    Formal inputs the call omits become ``""`` (absent optional inputs); formal outputs the
+    call does not name keep a private name, so body nodes can still read them. Every other
+    name of the body gets a prefix unique to the call. Attribute references resolve to the
+    call's attribute, else the function's default (``attribute_proto``), else stay unset so
+    that the operator's own default applies; this holds inside subgraphs too.
+    """
     if len(call.proto.input) > len(fn.input):
         raise GraphError(
             f"Node {call.name!r} calls function {fn.name!r} with {len(call.proto.input)} inputs; "
             f"it takes at most {len(fn.input)}."
+        )
+    if len(call.proto.output) > len(fn.output):
+        raise GraphError(
+            f"Node {call.name!r} calls function {fn.name!r} with {len(call.proto.output)} outputs; "
+            f"it has {len(fn.output)}."
         )
     prefix = f"_{fn.name}_{call.name or 'call'}_{next(_counter)}__"
     mapping: dict[str, str] = {}
     for i, formal in enumerate(fn.input):
         mapping[formal] = call.proto.input[i] if i < len(call.proto.input) else ""
     for i, formal in enumerate(fn.output):
-        mapping[formal] = call.proto.output[i] if i < len(call.proto.output) else ""
+        actual = call.proto.output[i] if i < len(call.proto.output) else ""
+        mapping[formal] = actual or prefix + formal
     call_atts = {a.name: a for a in call.proto.attribute}
     defaults = {a.name: a for a in fn.attribute_proto}
     known = set(fn.attribute) | set(defaults)
@@ -128,6 +169,7 @@ def inline_call(
                 f"Node {call.name!r} gives attribute {name!r} to function {fn.name!r}, which takes {sorted(known)!r}."
             )
     nodes = []
+    origin = f"{call.origin} > {call.name}" if call.origin else call.name
     for bn in fn.node:
         new = NodeProto()
         new.CopyFrom(bn)
@@ -138,15 +180,21 @@ def inline_call(
             if name:
                 new.output[i] = mapping.setdefault(name, prefix + name)
         del new.attribute[:]
-        for att in _resolve_attributes(bn, call_atts, defaults, fn.name):
-            if att.type == AttributeProto.GRAPH:
+        for att in bn.attribute:
+            res = _resolved(att, call_atts, defaults)
+            if res is None:
+                continue
+            if res.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
                 a = AttributeProto()
-                a.CopyFrom(att)
-                a.g.CopyFrom(_rename_graph(att.g, mapping))
-                att = a
-            new.attribute.append(att)
+                a.CopyFrom(res)
+                if a.type == AttributeProto.GRAPH:
+                    a.g.CopyFrom(_rewrite_graph(res.g, mapping, call_atts, defaults))
+                else:
+                    for sub in a.graphs:
+                        sub.CopyFrom(_rewrite_graph(sub, mapping, call_atts, defaults))
+                res = a
+            new.attribute.append(res)
         new.name = prefix + (bn.name or bn.op_type)
-        origin = f"{call.origin} > {call.name}" if call.origin else call.name
         nodes.append(GraphNode(new, fn_opsets, origin=origin))
     return nodes
 
@@ -155,8 +203,164 @@ def function_opsets(fn: FunctionProto, model_opsets: dict[str, int]) -> dict[str
     """Opsets a function body resolves against: its own imports over the model's."""
     ops = dict(model_opsets)
     for imp in fn.opset_import:
-        ops["" if imp.domain in ("", "ai.onnx") else imp.domain] = int(imp.version)
+        ops[_domain(imp.domain)] = int(imp.version)
     return ops
+
+
+# --- value types, for context-dependent bodies --------------------------------------------------
+
+
+def _tensor_type(tensor: onnx.TensorProto) -> TypeProto:
+    return helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
+
+
+class ValueTypes:
+    """Types of a graph's values, which context-dependent function bodies are built from.
+
+    Declared types come first (inputs, outputs, value_info, initializers, and ``outer`` for
+    a subgraph's enclosing scopes). A missing one is looked for, once, by propagating types
+    through the nodes inlined so far (``infer_node_outputs`` per node, in body order), then,
+    once, by onnx shape inference over the whole graph. Nothing is inferred for graphs that
+    inline no context-dependent body.
+    """
+
+    def __init__(
+        self,
+        graph: onnx.GraphProto,
+        opsets: dict[str, int],
+        functions: dict[FunctionKey, FunctionProto] | None = None,
+        outer: dict[str, TypeProto] | None = None,
+    ):
+        self.graph = graph
+        self.opsets = opsets
+        self.functions = functions or {}
+        self.types: dict[str, TypeProto] = dict(outer or {})
+        for init in graph.initializer:
+            self.types[init.name] = _tensor_type(init)
+        for vi in itertools.chain(graph.input, graph.value_info, graph.output):
+            if vi.HasField("type") and vi.type.WhichOneof("value") is not None:
+                self.types[vi.name] = vi.type
+        self._pending: list[GraphNode] = []
+        self._inferred = False
+
+    def add_inlined(self, nodes: Iterable[GraphNode]) -> None:
+        """Nodes a call was replaced by; their output types are inferred when first needed."""
+        self._pending.extend(nodes)
+
+    def get(self, name: str) -> TypeProto | None:
+        t = self.types.get(name)
+        if t is None and not self._inferred:
+            self._infer_graph()
+            t = self.types.get(name)
+        if t is None and self._pending:
+            self._propagate()
+            t = self.types.get(name)
+        return t
+
+    def _infer_graph(self) -> None:
+        self._inferred = True
+        opset_imports = [helper.make_opsetid(d, v) for d, v in self.opsets.items()]
+        model = helper.make_model(self.graph, opset_imports=opset_imports, functions=list(self.functions.values()))
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        except Exception:  # noqa: BLE001  (inference is a best effort; declared types remain)
+            return
+        for vi in itertools.chain(inferred.graph.value_info, inferred.graph.output):
+            if vi.HasField("type") and vi.type.WhichOneof("value") is not None:
+                self.types.setdefault(vi.name, vi.type)
+
+    def _propagate(self) -> None:
+        from .ops_cpu._op import get_schema
+
+        pending, self._pending = self._pending, []
+        for gn in pending:
+            node = gn.proto
+            ins = {n: self.types.get(n) for n in node.input if n}
+            if any(t is None for t in ins.values()):
+                continue
+            domain = _domain(node.domain)
+            try:
+                fn = self.functions.get(function_key(domain, node.op_type, getattr(node, "overload", "")))
+                if fn is not None:
+                    outs = onnx.shape_inference.infer_function_output_types(
+                        fn, [ins[n] for n in node.input if n], list(node.attribute)
+                    )
+                    found = dict(zip(node.output, outs))
+                else:
+                    schema = get_schema(node.op_type, gn.opsets.get(domain), domain)
+                    if schema is None:
+                        continue
+                    found = onnx.shape_inference.infer_node_outputs(
+                        schema, node, ins, opset_imports=[helper.make_opsetid(d, v) for d, v in gn.opsets.items()]
+                    )
+            except Exception:  # noqa: BLE001  (a node whose types cannot be inferred stays unknown)
+                continue
+            for name, t in found.items():
+                if name and t.WhichOneof("value") is not None:
+                    self.types.setdefault(name, t)
+
+
+# --- schema function bodies ---------------------------------------------------------------------
+
+
+def _body_version(versions: Iterable[int], opset: int) -> int | None:
+    return max((v for v in versions if v <= opset), default=None)
+
+
+def schema_body(
+    gn: GraphNode,
+    has_kernel: Callable[[str, str, int], bool],
+    types: ValueTypes | None = None,
+) -> tuple[FunctionProto, dict[str, int]] | None:
+    """The schema function body of an operator onnxrt has no kernel for, or None.
+
+    A context-free body is taken for the newest body version not above the model's opset.
+    Otherwise a context-dependent body is built from the node and its input types (from
+    ``types``); an absent optional input has an empty type. None when the operator has a
+    kernel, no schema, no body, or input types that cannot be found.
+    """
+    node = gn.proto
+    domain = _domain(node.domain)
+    opset = gn.opsets.get(domain)
+    if opset is None or has_kernel(node.op_type, domain, opset):
+        return None
+    from .ops_cpu._op import get_schema
+
+    schema = get_schema(node.op_type, opset, domain)
+    if schema is None:
+        return None
+    fn: FunctionProto | None = None
+    if schema.has_function:
+        raw = schema.get_function_with_opset_version(opset)  # serialized FunctionProto, b"" if none
+        if isinstance(raw, bytes) and raw:
+            fn = FunctionProto()
+            fn.ParseFromString(raw)
+        elif not isinstance(raw, bytes):
+            fn = schema.function_body
+    if (fn is None or not fn.node) and schema.has_context_dependent_function and types is not None:
+        version = _body_version(schema.context_dependent_function_opset_versions, opset)
+        input_types = []
+        for name in node.input:
+            t = types.get(name) if name else TypeProto()
+            if t is None:
+                return None
+            input_types.append(t.SerializeToString())
+        if version is not None:
+            try:
+                raw = schema.get_context_dependent_function_with_opset_version(
+                    version, node.SerializeToString(), input_types
+                )
+            except Exception:  # noqa: BLE001  (the builder rejects these inputs: no fallback)
+                raw = b""
+            if raw:
+                fn = FunctionProto()
+                fn.ParseFromString(raw)
+    if fn is None or not fn.node:
+        return None
+    fn_proto = FunctionProto()
+    fn_proto.CopyFrom(fn)
+    fn_proto.name = node.op_type
+    return fn_proto, function_opsets(fn_proto, gn.opsets)
 
 
 def expand(
@@ -165,11 +369,14 @@ def expand(
     model_opsets: dict[str, int],
     schema_body: Any = None,
     depth: int = 0,
+    types: ValueTypes | None = None,
 ) -> list[GraphNode]:
     """Replace every call of a model-local function (recursively) by the function's nodes.
 
     ``schema_body(node) -> (FunctionProto, opsets) | None`` supplies the body of an
-    operator that has no kernel but whose schema defines a function.
+    operator that has no kernel but whose schema defines a function; when ``types`` is
+    given it is called as ``schema_body(node, types)`` so that context-dependent bodies can
+    be built, and the nodes of every inlined body are recorded in ``types``.
     """
     if depth > _MAX_DEPTH:
         raise GraphError("Function calls nest deeper than 64 levels (a recursive function?).")
@@ -179,14 +386,18 @@ def expand(
         fn = functions.get(key)
         if fn is not None:
             body = inline_call(gn, fn, function_opsets(fn, model_opsets))
-            out.extend(expand(body, functions, model_opsets, schema_body, depth + 1))
+            if types is not None:
+                types.add_inlined(body)
+            out.extend(expand(body, functions, model_opsets, schema_body, depth + 1, types))
             continue
         if schema_body is not None:
-            found = schema_body(gn)
+            found = schema_body(gn) if types is None else schema_body(gn, types)
             if found is not None:
                 fn, fn_ops = found
                 body = inline_call(gn, fn, fn_ops)
-                out.extend(expand(body, functions, model_opsets, schema_body, depth + 1))
+                if types is not None:
+                    types.add_inlined(body)
+                out.extend(expand(body, functions, model_opsets, schema_body, depth + 1, types))
                 continue
         out.append(gn)
     return out

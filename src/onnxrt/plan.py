@@ -13,9 +13,9 @@ from onnx import GraphProto
 
 from . import registry
 from .errors import GraphError, KernelError, OnnxRuntimeError, describe_value
-from .functions import FunctionKey, GraphNode, expand, function_opsets
+from .functions import FunctionKey, GraphNode, ValueTypes, expand, schema_body
 from .model import initializer_array, sort_nodes
-from .ops_cpu._op import OpRun, get_schema
+from .ops_cpu._op import OpRun
 from .typecheck import check_input_types
 
 _DISCARD = 0  # slot receiving outputs a node produces but nobody named
@@ -51,31 +51,10 @@ def _readonly(arr: Any) -> Any:
     return arr
 
 
-def _schema_body(gn: GraphNode) -> tuple[onnx.FunctionProto, dict[str, int]] | None:
-    """The schema function body of an operator onnxrt has no kernel for (context-free bodies)."""
-    node = gn.proto
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
-    opset = gn.opsets.get(domain)
-    if opset is None or registry.lookup(node.op_type, domain, opset) is not None:
-        return None
-    schema = get_schema(node.op_type, opset, domain)
-    if schema is None or not schema.has_function:
-        return None
-    try:
-        raw = schema.get_function_with_opset_version(opset)  # serialized FunctionProto, b"" if none
-    except Exception:  # noqa: BLE001  (older onnx: only the body of the schema's own version)
-        raw = None
-    if isinstance(raw, bytes):
-        fn = onnx.FunctionProto()
-        fn.ParseFromString(raw)
-    else:
-        fn = schema.function_body
-    if fn is None or not fn.node:
-        return None
-    fn_proto = onnx.FunctionProto()
-    fn_proto.CopyFrom(fn)
-    fn_proto.name = node.op_type
-    return fn_proto, function_opsets(fn_proto, gn.opsets)
+def _schema_body(gn: GraphNode, types: ValueTypes | None = None) -> tuple[onnx.FunctionProto, dict[str, int]] | None:
+    """The schema function body of an operator onnxrt has no kernel for: context-free, or
+    context-dependent when ``types`` gives the node's input types (see functions.schema_body)."""
+    return schema_body(gn, lambda op, domain, opset: registry.lookup(op, domain, opset) is not None, types)
 
 
 class Plan:
@@ -122,7 +101,9 @@ class Plan:
 
         # --- nodes: expand functions, sort, bind kernels --------------------------------
         nodes = [GraphNode(n, opsets) for n in graph.node]
-        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body)
+        # value types are only looked up to build context-dependent function bodies
+        types = ValueTypes(graph, opsets, self.functions)
+        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types)
         local = set(self.input_names) | set(self.initializers)
         available = local | set(outer_names)
         order = sort_nodes(nodes, available, graph.name)
@@ -213,7 +194,11 @@ class Plan:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         cls, since = registry.resolve(node.op_type, domain, gn.opsets.get(domain), node.name)
         try:
-            return cls(node, None, since_version=since, opsets=gn.opsets, compile_graph=compile_graph, session_options=self.options)
+            # graph: the graph holding the node (Gradient differentiates part of it)
+            return cls(
+                node, None, since_version=since, opsets=gn.opsets, compile_graph=compile_graph,
+                session_options=self.options, graph=self.graph,
+            )
         except OnnxRuntimeError:
             raise
         except Exception as e:  # a kernel constructor failing on its attributes
