@@ -89,18 +89,21 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
         def _run(self, a, b, attributes=None, verbose=0, fLOG=None):
             if self._legacy:
                 b = _legacy_broadcast(self, a, b)
-            return (fn(a, b, **self._kw) if self._kw else fn(a, b),)
+            r = fn(a, b, **self._kw) if self._kw else fn(a, b)
+            return (r if type(r) is np.ndarray else np.asarray(r),)
 
     elif kind == "unary":
         if spec.with_attributes:
 
             def _run(self, x, attributes=None, verbose=0, fLOG=None):
-                return (fn(x, **self._kw),)
+                r = fn(x, **self._kw)
+                return (r if type(r) is np.ndarray else np.asarray(r),)
 
         else:
 
             def _run(self, x, attributes=None, verbose=0, fLOG=None):
-                return (fn(x),)
+                r = fn(x)  # ufuncs return numpy scalars for 0-d inputs: outputs are always arrays
+                return (r if type(r) is np.ndarray else np.asarray(r),)
 
     elif kind == "variadic":
 
@@ -109,12 +112,14 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
                 raise KernelError(f"{self.op_type} needs at least one input.")
             if self._legacy:
                 _check_same_shapes(inputs)
-            return (fn(*inputs, **self._kw) if self._kw else fn(*inputs),)
+            r = fn(*inputs, **self._kw) if self._kw else fn(*inputs)
+            return (r if type(r) is np.ndarray else np.asarray(r),)
 
     else:
 
         def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
-            return (fn(*inputs, **self._kw) if self._kw else fn(*inputs),)
+            r = fn(*inputs, **self._kw) if self._kw else fn(*inputs)
+            return (r if type(r) is np.ndarray else np.asarray(r),)
 
     def __init__(self, onnx_node, desc=None, **options):
         OpRun.__init__(self, onnx_node, desc, **options)

@@ -262,7 +262,7 @@ class Cast(OpRun):
         self._saturate, self._round_mode, self._fnuz_nan = _cast_options(self)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        return (cast(x, self._dtype, self._saturate, self._round_mode, self._fnuz_nan),)
+        return (np.asarray(cast(x, self._dtype, self._saturate, self._round_mode, self._fnuz_nan)),)
 
 
 @register("CastLike", versions=(15, 19, 21, 23, 24, 25))
@@ -275,4 +275,4 @@ class CastLike(OpRun):
         self._saturate, self._round_mode, self._fnuz_nan = _cast_options(self)
 
     def _run(self, x, target_type, attributes=None, verbose=0, fLOG=None):
-        return (cast(x, target_type.dtype, self._saturate, self._round_mode, self._fnuz_nan),)
+        return (np.asarray(cast(x, target_type.dtype, self._saturate, self._round_mode, self._fnuz_nan)),)

@@ -31,8 +31,8 @@ def clip(x: np.ndarray, min: np.ndarray | float | None = None, max: np.ndarray |
     if lo is None and hi is None:
         return x.copy()
     if lo is None:
-        return np.minimum(x, hi)
-    y = np.maximum(x, lo)
+        return np.asarray(np.minimum(x, hi))
+    y = np.asarray(np.maximum(x, lo))  # a 0-d input gives a numpy scalar: keep an array
     if hi is not None:
         np.minimum(y, hi, out=y)
     return y
