@@ -51,6 +51,31 @@ def test_standard_pairs_match_onnxruntime(src, dst):
     np.testing.assert_array_equal(y, expected)
 
 
+def _cast28_types() -> list[int]:
+    from onnx import defs
+
+    from onnxrt.dtypes import elem_from_name
+
+    (t1,) = [c for c in defs.get_schema("Cast", 28).type_constraints if c.type_param_str == "T1"]
+    return sorted(elem_from_name(s[len("tensor("):-1]) for s in t1.allowed_type_strs)
+
+
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("src", _cast28_types(), ids=TP.DataType.Name)
+def test_every_pair_of_cast_28(src, saturate):
+    """Every source type to every target type Cast 28 allows (26 x 26): dtype, shape and the value 1."""
+    sdt = np_dtype(src)
+    x = np.array([["1"], ["1"]], dtype=object) if sdt == object else np.ones((2, 1)).astype(sdt)
+    for dst in _cast28_types():
+        y = cast_run(x, dst, opset=28, saturate=saturate)
+        ddt = np_dtype(dst)
+        assert y.dtype == ddt and y.shape == (2, 1), (TP.DataType.Name(dst), y.dtype)
+        if ddt == object:
+            assert y.tolist() == [["1"], ["1"]]
+        else:
+            np.testing.assert_array_equal(y.astype(np.float64), np.ones((2, 1)), err_msg=TP.DataType.Name(dst))
+
+
 @pytest.mark.parametrize("src", [TP.FLOAT, TP.DOUBLE, TP.FLOAT16, TP.INT64, TP.INT8, TP.UINT64, TP.BOOL], ids=TP.DataType.Name)
 def test_numbers_to_strings_match_onnxruntime(src):
     values = {

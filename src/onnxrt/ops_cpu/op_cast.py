@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
-from ..dtypes import elem_from_name, elem_name, np_dtype
+from ..dtypes import EXOTIC_DTYPES, elem_from_name, elem_name, np_dtype
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from ._op import OpRun
@@ -25,6 +25,8 @@ _FLOAT8_MAX = {
     for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)
 }
 _SUB_BYTE_INTS = frozenset(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))
+#: every ml_dtypes type (their dtype.kind is 'V', except float8_e5m2 whose kind is 'f')
+_ML_DTYPES = EXOTIC_DTYPES | frozenset(np.dtype(t) for t in (ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn))
 _MASK64 = (1 << 64) - 1
 ROUND_MODES = ("up", "down", "nearest")
 _strings = getattr(np, "strings", np.char)  # numpy >= 2 names it np.strings
@@ -32,7 +34,7 @@ _strings = getattr(np, "strings", np.char)  # numpy >= 2 names it np.strings
 
 def is_float_dtype(dt: np.dtype) -> bool:
     """float16/32/64 and the ml_dtypes floats (bfloat16, float8, float6, float4)."""
-    return dt.kind == "f" or (dt.kind == "V" and "float" in dt.name)
+    return dt.kind == "f" or (dt in _ML_DTYPES and dt not in _SUB_BYTE_INTS)
 
 
 def is_int_dtype(dt: np.dtype) -> bool:
@@ -203,10 +205,14 @@ def cast(
         return _saturate_float8(x, dst, fnuz_inf_is_nan)
     if dst == _BOOL or src == _BOOL:
         if dst == _BOOL:
-            return x != 0 if src.kind == "V" else x.astype(_BOOL)
+            return x != 0 if src in _ML_DTYPES else x.astype(_BOOL)
         x = x.astype(np.uint8)  # bool -> ml_dtypes types goes through uint8
     # float -> int: NaN/inf/out-of-range are undefined: silence numpy's warning, keep its C conversion
     with np.errstate(invalid="ignore", over="ignore"):
+        if src in _ML_DTYPES and dst in _ML_DTYPES:
+            # ml_dtypes lacks some direct pairs (int2 -> uint4, float6 -> int4): go through
+            # float32 (exact for every ml_dtypes float) or int64 (exact for their integers)
+            x = x.astype(_F32 if is_float_dtype(src) else np.int64)
         return x.astype(dst)
 
 
