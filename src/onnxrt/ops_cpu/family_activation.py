@@ -1,9 +1,4 @@
-"""Activation functions with attributes (LeakyRelu, Elu, Gelu, Shrink...) as tables; Relu and Sigmoid live in family_unary.
-
-Every kernel is written for float32/float64 and wrapped by ``compute_in_float``:
-float16 and bfloat16 are computed in float32 and rounded once (as onnxruntime does),
-integer inputs (Shrink) in float64 and truncated toward zero.
-"""
+"""Activation functions (LeakyRelu, Elu, Gelu, Shrink, PRelu...) as tables; Relu and Sigmoid live in family_unary."""
 
 from __future__ import annotations
 
@@ -15,6 +10,10 @@ import scipy.special
 from ..errors import InvalidAttributeError, KernelError
 from ._family import Spec, build_family, compute_in_float
 from .family_unary import _sigmoid
+
+# Every kernel is written for float32/float64 and wrapped by ``compute_in_float``: float16
+# and bfloat16 are computed in float32 and rounded once (as onnxruntime does), integer
+# inputs (Shrink) in float64 and truncated toward zero.
 
 
 @compute_in_float
