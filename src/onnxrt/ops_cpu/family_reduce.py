@@ -97,14 +97,14 @@ def _mean(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray
     count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if x.dtype.kind in "iub":
         # integer mean: sum, then division truncated toward zero, as onnxruntime's
-        # integer ReduceMean does; an empty set (undefined in the spec) gives 0
+        # integer ReduceMean does
         acc = np.dtype(np.uint64) if x.dtype.kind == "u" else np.dtype(np.int64)
         s = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keep)
         d = max(count, 1)
         return np.sign(s) * (np.abs(s) // d) if acc.kind == "i" else s // np.uint64(d)
     s = np.add.reduce(x, axis=axes, dtype=_accumulator(x.dtype), keepdims=keep)
-    if count == 0:  # undefined by the spec: NaN like numpy's mean
-        return np.full(s.shape, np.nan, dtype=s.dtype)
+    if count == 0:  # undefined by the spec: 0 (the empty sum), as onnxruntime returns
+        return s
     return s / s.dtype.type(count)
 
 
