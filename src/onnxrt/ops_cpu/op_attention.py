@@ -203,7 +203,8 @@ def attention(
     deferred = softmax_precision is None and not (want_qk and qk_matmul_output_mode == 3)
     probs = scores
     if not deferred:
-        probs /= denom
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 on fully masked rows, zeroed below
+            probs /= denom
         if softmax_precision is not None:
             precision = _SOFTMAX_PRECISION[softmax_precision]
             if precision != probs.dtype:
