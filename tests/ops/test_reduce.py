@@ -389,6 +389,24 @@ def test_topk_matches_onnxruntime(n, kk, largest, seed):
     np.testing.assert_array_equal(got[1], want[1])
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(256, 700), st.integers(1, 30), st.booleans(), st.integers(0, 2**31), st.sampled_from([np.float32, np.int32, np.uint8]))
+def test_topk_partition_path_keeps_ties_by_index(n, k, largest, seed, dtype):
+    """Small k on a long axis takes the partition path: same values and indices as a full stable sort."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 6, size=(4, n)).astype(dtype)
+    if dtype == np.float32:
+        x[1, rng.integers(0, n, 3)] = np.nan
+    v, i = topk(x, k, axis=-1, largest=int(largest))
+    key = np.where(np.isnan(x), np.inf, x) if dtype == np.float32 else x.astype(np.float64)
+    for r in range(4):
+        order = sorted(range(n), key=lambda j: (-key[r, j] if largest else key[r, j], j))[:k]
+        assert i[r].tolist() == order
+    np.testing.assert_array_equal(v, np.take_along_axis(x, i, axis=-1))
+    v0, i0 = topk(x.T, k, axis=0, largest=int(largest))
+    np.testing.assert_array_equal(i0, i.T)
+
+
 # --------------------------------------------------------------------------------------
 # Det
 # --------------------------------------------------------------------------------------

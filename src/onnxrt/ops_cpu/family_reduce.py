@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,16 +50,43 @@ def _highest(dtype: np.dtype) -> Any:
 
 
 # Each kernel computes over ``axes`` (a tuple, or None for every axis) and returns an
-# array; the caller casts it back to the input's type. One numpy reduction per call on
-# the fast paths (float32/float64 sums, max, min).
+# array; the caller casts it back to the input's type. One numpy call per reduction.
+#
+# Sums of float32/float64 over trailing axes of a C-contiguous tensor (the common case:
+# the last axis, or everything) go through einsum's SIMD sum-of-products loop, about
+# 2.5x faster than add.reduce's pairwise summation; it accumulates in the same type.
+# BLAS (x @ ones) would be as fast single-threaded but its threads stall badly on a
+# busy machine, so it is not used here.
+
+_FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _trailing(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> tuple[np.ndarray, tuple[int, ...]] | None:
+    """``x`` as [outer, inner] and the output shape when ``axes`` are the last axes of a
+    contiguous float32/float64 tensor; None otherwise."""
+    if x.dtype not in _FAST or not x.flags.c_contiguous or x.size == 0:
+        return None
+    r = x.ndim
+    k = r if axes is None else len(axes)
+    if axes is not None and sorted(axes) != list(range(r - k, r)):
+        return None
+    lead = x.shape[: r - k]
+    out_shape = lead + (1,) * k if keep else lead
+    return x.reshape(math.prod(lead), -1), out_shape
 
 
 def _sum(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    blk = _trailing(x, axes, keep)
+    if blk is not None:
+        return np.einsum("ij->i", blk[0]).reshape(blk[1])
     acc = _accumulator(x.dtype)
     return np.add.reduce(x, axis=axes, dtype=acc, keepdims=keep)
 
 
 def _sum_square(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
+    blk = _trailing(x, axes, keep)
+    if blk is not None:
+        return np.einsum("ij,ij->i", blk[0], blk[0]).reshape(blk[1])
     acc = _accumulator(x.dtype)
     xa = x.astype(acc) if acc != x.dtype else x
     return np.add.reduce(xa * xa, axis=axes, keepdims=keep)
@@ -67,13 +95,12 @@ def _sum_square(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.n
 def _l1(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
     acc = _accumulator(x.dtype)
     xa = x.astype(acc) if acc != x.dtype else x
-    return np.add.reduce(np.abs(xa), axis=axes, keepdims=keep)
+    return _sum(np.abs(xa), axes, keep) if acc in _FAST else np.add.reduce(np.abs(xa), axis=axes, keepdims=keep)
 
 
 def _l2(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
     # integers: sqrt in float64, truncated back to the integer type (as onnxruntime's static_cast)
-    xf = x.astype(_float_for(x.dtype))
-    return np.sqrt(np.add.reduce(xf * xf, axis=axes, keepdims=keep))
+    return np.sqrt(_sum_square(x.astype(_float_for(x.dtype), copy=False), axes, keep))
 
 
 def _prod(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray:
@@ -102,7 +129,7 @@ def _mean(x: np.ndarray, axes: tuple[int, ...] | None, keep: bool) -> np.ndarray
         s = np.add.reduce(x, axis=axes, dtype=acc, keepdims=keep)
         d = max(count, 1)
         return np.sign(s) * (np.abs(s) // d) if acc.kind == "i" else s // np.uint64(d)
-    s = np.add.reduce(x, axis=axes, dtype=_accumulator(x.dtype), keepdims=keep)
+    s = _sum(x, axes, keep)
     if count == 0:  # undefined by the spec: 0 (the empty sum), as onnxruntime returns
         return s
     return s / s.dtype.type(count)
