@@ -46,7 +46,7 @@ def is_int_dtype(dt: np.dtype) -> bool:
 
 
 def to_string(x: np.ndarray) -> np.ndarray:
-    """Object array of str: integers in decimal, bool as '1'/'0', floats with 8 significant digits.
+    """Object array of str: integers in decimal, bool as '1'/'0' (as onnxruntime), floats with 8 significant digits.
 
     The spec asks for a "plain floating-point representation"; onnxrt prints like
     onnxruntime does: ``%.8g`` for every float type ('0.1', '3.1415927', '1e+20'),
