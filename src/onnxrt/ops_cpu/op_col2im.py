@@ -27,8 +27,8 @@ def col2im(
     The L blocks are enumerated in row-major order of their positions (as PyTorch's
     ``fold``); overlapping values add up. Block positions follow the convolution
     arithmetic of ``strides``, ``dilations`` and ``pads`` (pixels landing in the padding
-    are dropped). Every element type: bool sums are logical or, strings concatenate in
-    block order (starting from the empty string).
+    are dropped). Every element type: bool sums are logical or, strings concatenate
+    (starting from the empty string) in row-major order of the block offsets.
     """
     x = np.asarray(x)
     image = [int(v) for v in np.asarray(image_shape).reshape(-1)]

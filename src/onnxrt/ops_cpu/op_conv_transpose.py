@@ -43,7 +43,10 @@ def transpose_geometry(
     ``S * stride`` (the odd pixel at the end for SAME_UPPER, at the beginning for
     SAME_LOWER); VALID pads nothing; NOTSET uses ``pads``. A negative total (an
     ``output_shape`` larger than the natural length) extends the output with pixels that
-    only receive the bias.
+    only receive the bias. onnxruntime differs where the spec is explicit: with
+    ``output_shape`` and NOTSET it puts the odd pixel at the end, and it clamps negative
+    totals (also for SAME_* with a kernel shorter than the stride) to zero; onnxrt
+    follows the spec's formulas, which its conformance case (a total of -1) needs.
     """
     nd = len(in_shape)
     natural = [(n - 1) * s + p + (k - 1) * d + 1 for n, s, p, k, d in zip(in_shape, strides, output_padding, kernel, dilations)]

@@ -28,17 +28,17 @@ def _bins(start: np.ndarray, length: np.ndarray, pooled: int, size: int) -> tupl
     return np.clip(lo, 0, size), np.clip(hi, 0, size)
 
 
-def _gather_index(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, int]:
+def _gather_index(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     """(R, bins, width) positions covering each [lo, hi): the last one repeated to a common width.
 
-    Repeating a member of the bin does not change its maximum; empty bins read position 0
-    (their result is replaced by 0 afterwards).
+    Repeating a member of the bin does not change its maximum; empty bins read any valid
+    position (their result is replaced by 0 afterwards).
     """
     width = int(max(1, (hi - lo).max(initial=1)))
     t = np.arange(width)[None, None, :]
     last = np.maximum(hi - 1, lo)[..., None]
     idx = np.minimum(lo[..., None] + t, last)
-    return np.maximum(idx, 0), width
+    return np.clip(idx, 0, size - 1), width
 
 
 def max_roi_pool(
@@ -83,8 +83,8 @@ def max_roi_pool(
     h_lo, h_hi = _bins(y1, np.maximum(y2 - y1 + 1, 1), ph, height)
     w_lo, w_hi = _bins(x1, np.maximum(x2 - x1 + 1, 1), pw, width)
     xc = x if x.dtype == cdt else x.astype(cdt)
-    rows_all, bh = _gather_index(h_lo, h_hi)
-    cols_all, bw = _gather_index(w_lo, w_hi)
+    rows_all, bh = _gather_index(h_lo, h_hi, height)
+    cols_all, bw = _gather_index(w_lo, w_hi, width)
     per_roi = max(ph * bh * n_ch * width, pw * bw * ph * n_ch, 1)
     step = max(1, _CHUNK_ELEMENTS // per_roi)
     for start in range(0, n_rois, step):

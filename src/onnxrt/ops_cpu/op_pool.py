@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -32,47 +33,97 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _axis_slice(ndim: int, axis: int, start: int, count: int, step: int) -> tuple[slice, ...]:
-    idx = [slice(None)] * ndim
-    idx[axis] = slice(start, start + (count - 1) * step + 1, step)
-    return tuple(idx)
+@lru_cache(maxsize=1024)
+def _taps(size: int, k: int, s: int, d: int, b: int, o: int) -> tuple[tuple[int, int, int], ...]:
+    """(lo, hi, first input index) per kernel tap of one axis: outputs [lo, hi) read inside the input.
+
+    Output ``j`` of tap ``t`` reads input ``j*s - b + t*d``; taps are sorted by how many
+    outputs they serve (the widest first), unused ones dropped.
+    """
+    out = []
+    for t in range(k):
+        shift = t * d - b
+        lo = 0 if shift >= 0 else (-shift + s - 1) // s  # first j with j*s + shift >= 0
+        hi = min(o, (size - 1 - shift) // s + 1) if size - 1 - shift >= 0 else 0
+        if hi > lo:
+            out.append((lo, hi, lo * s + shift))
+    out.sort(key=lambda r: r[0] - r[1])
+    return tuple(out)
 
 
 def _separable(
-    xp: np.ndarray,
+    x: np.ndarray,
     kernel: Sequence[int],
     strides: Sequence[int],
     dilations: Sequence[int],
+    pads_begin: Sequence[int],
     out_shape: Sequence[int],
     ufunc: np.ufunc,
+    identity: float | int,
 ) -> np.ndarray:
-    """Reduce the windows of ``xp`` with ``ufunc`` one spatial axis at a time (max and sum are separable).
+    """Reduce the windows of the unpadded ``x`` with ``ufunc`` one spatial axis at a time.
 
-    Axis ``i`` costs ``kernel[i]`` element-wise passes over an array whose earlier axes are
-    already reduced: for a 3x3 window that is 6 passes instead of 9, on smaller arrays.
-    Intermediates live in per-thread scratch buffers; the result is always a fresh array.
+    Max and sum are separable: axis ``i`` costs one element-wise pass per kernel tap, on
+    an array whose earlier axes are already reduced. Padding is never materialised:
+    each tap only touches the outputs whose input lies inside ``x`` (the padding is the
+    ufunc's identity: -inf for max, 0 for sums). The widest tap seeds the output through
+    the first ufunc call. Outer axes go first so the strided last axis runs on the
+    smallest array. Intermediates live in per-thread scratch buffers; the result is fresh.
     """
     nd = len(kernel)
-    cur = xp
-    # the last spatial axis first: the later passes then run on fewer, wider rows
-    axes = [i for i in reversed(range(nd))]
-    todo = [i for i in axes if not (kernel[i] == 1 and cur.shape[i + 2] == out_shape[i] and strides[i] == 1)]
+    cur = x
+    todo = [
+        i for i in range(nd)
+        if not (kernel[i] == 1 and strides[i] == 1 and pads_begin[i] == 0 and x.shape[i + 2] == out_shape[i])
+    ]
+    if not todo:
+        return x.copy()
     for n_done, i in enumerate(todo):
         axis = i + 2
         k, s, d, o = kernel[i], strides[i], dilations[i], out_shape[i]
+        taps = _taps(cur.shape[axis], k, s, d, pads_begin[i], o)
         shape = cur.shape[:axis] + (o,) + cur.shape[axis + 1:]
         last = n_done == len(todo) - 1
         nxt = np.empty(shape, cur.dtype) if last else scratch(f"pool_{n_done % 2}", shape, cur.dtype)
-        first = cur[_axis_slice(cur.ndim, axis, 0, o, s)]
-        if k == 1:
-            np.copyto(nxt, first)
+        lead = (slice(None),) * axis
+
+        def src(tap, lo, hi):
+            tlo, _, first = tap
+            start = first + (lo - tlo) * s
+            return cur[lead + (slice(start, start + (hi - lo - 1) * s + 1, s),)]
+
+        def dst(lo, hi):
+            return nxt[lead + (slice(lo, hi),)]
+
+        if not taps:
+            nxt.fill(identity)
+            cur = nxt
+            continue
+        base = taps[0]
+        blo, bhi, _ = base
+        if blo > 0:
+            dst(0, blo).fill(identity)
+        if bhi < o:
+            dst(bhi, o).fill(identity)
+        rest = taps[1:]
+        lo2, hi2 = (max(rest[0][0], blo), min(rest[0][1], bhi)) if rest else (0, 0)
+        if hi2 > lo2:
+            # the first call seeds the output from the two widest taps
+            ufunc(src(base, lo2, hi2), src(rest[0], lo2, hi2), out=dst(lo2, hi2))
+            if blo < lo2:
+                np.copyto(dst(blo, lo2), src(base, blo, lo2))
+            if hi2 < bhi:
+                np.copyto(dst(hi2, bhi), src(base, hi2, bhi))
+            for lo, hi in ((rest[0][0], lo2), (hi2, rest[0][1])):
+                if hi > lo:
+                    ufunc(dst(lo, hi), src(rest[0], lo, hi), out=dst(lo, hi))
+            rest = rest[1:]
         else:
-            ufunc(first, cur[_axis_slice(cur.ndim, axis, d, o, s)], out=nxt)
-            for j in range(2, k):
-                ufunc(nxt, cur[_axis_slice(cur.ndim, axis, j * d, o, s)], out=nxt)
+            np.copyto(dst(blo, bhi), src(base, blo, bhi))
+        for tap in rest:
+            lo, hi, _ = tap
+            ufunc(dst(lo, hi), src(tap, lo, hi), out=dst(lo, hi))
         cur = nxt
-    if not todo:  # a 1x1 window of stride 1: a copy of the (cut) input
-        cur = np.array(cur[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_shape)])
     return cur
 
 
@@ -97,6 +148,23 @@ def _window_counts(
         lo, hi = (-b, size + e) if include_pad else (0, size)
         counts.append(((pos >= lo) & (pos < hi)).sum(axis=1))
     return counts
+
+
+@lru_cache(maxsize=256)
+def _inverse_counts(in_shape, kernel, strides, dilations, pads_begin, pads_end, out_shape, include_pad, dtype) -> np.ndarray:
+    """1 / window count: a scalar when every window counts the same, else a read-only (1, 1, *O) array."""
+    counts = _window_counts(in_shape, kernel, strides, dilations, pads_begin, pads_end, out_shape, include_pad)
+    if all(bool((c == c[0]).all()) for c in counts):
+        return np.asarray(dtype.type(1.0 / prod(int(c[0]) for c in counts)))
+    nd = len(kernel)
+    div = np.ones((1, 1) + (1,) * nd, np.float64)
+    for i, c in enumerate(counts):
+        shape = [1] * (nd + 2)
+        shape[i + 2] = len(c)
+        div = div * np.maximum(c, 1).astype(np.float64).reshape(shape)
+    inv = (1.0 / div).astype(dtype)
+    inv.flags.writeable = False
+    return inv
 
 
 def _max_with_indices(
@@ -201,34 +269,29 @@ def pool(
     if 0 in full:
         y = np.zeros(full, out_dtype)
         return (y, np.zeros(full, np.int64)) if with_indices else y
-    lengths = [(o - 1) * st + (k - 1) * dl + 1 for o, st, k, dl in zip(out_shape, s, kernel, d)]
     xc = x if x.dtype == cdt else x.astype(cdt)
 
     if mode == "max":
-        xp = padded(xc, pb, lengths, _lowest(cdt), buffer="pool_pad")
         if with_indices:
+            lengths = [(o - 1) * st + (k - 1) * dl + 1 for o, st, k, dl in zip(out_shape, s, kernel, d)]
+            xp = padded(xc, pb, lengths, _lowest(cdt), buffer="pool_pad")
             y, idx = _max_with_indices(xp, in_shape, kernel, s, d, pb, out_shape, storage_order)
             return (y if y.dtype == out_dtype else y.astype(out_dtype)), idx
         # fmax: a NaN loses against a number (onnxruntime compares with '>')
-        y = _separable(xp, kernel, s, d, out_shape, np.fmax if cdt.kind == "f" else np.maximum)
+        ufunc = np.fmax if cdt.kind == "f" else np.maximum
+        y = _separable(xc, kernel, s, d, pb, out_shape, ufunc, _lowest(cdt))
         return y if y.dtype == out_dtype else y.astype(out_dtype)
 
     if mode == "lp":
         pf = float(p)
         xc = np.abs(xc) if pf == 1 else np.square(xc) if pf == 2 else np.abs(xc) ** cdt.type(pf)
-    xp = padded(xc, pb, lengths, 0, buffer="pool_pad")
-    y = _separable(xp, kernel, s, d, out_shape, np.add)
+    y = _separable(xc, kernel, s, d, pb, out_shape, np.add, 0)
     if mode == "avg":
-        counts = _window_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad))
-        if all(bool((c == c[0]).all()) for c in counts):
-            y *= cdt.type(1.0 / prod(int(c[0]) for c in counts))
+        scale = _inverse_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad), cdt)
+        if scale.ndim == 0:
+            y *= scale
         else:
-            div = np.ones((1, 1) + (1,) * nd, cdt)
-            for i, c in enumerate(counts):
-                shape = [1] * (nd + 2)
-                shape[i + 2] = len(c)
-                div = div * c.astype(cdt).reshape(shape)
-            y /= div
+            np.multiply(y, scale, out=y)
     else:
         pf = float(p)
         if pf == 2:
