@@ -242,6 +242,20 @@ class OnnxInference:
         ``trace(step, args, results, seconds)`` is called after every node.
         """
         feeds = self.validate_feeds(inputs)
+        # numpy's floating-point warnings (0/0, overflow) are results the spec defines, not
+        # user errors: onnxrt, like onnxruntime, computes them silently
+        with np.errstate(all="ignore"):
+            return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
+
+    def _run(
+        self,
+        feeds: dict[str, Any],
+        intermediate: bool,
+        verbose: int,
+        output_names: list[str] | None,
+        fLOG: Any,
+        trace: Callable[..., None] | None,
+    ) -> dict[str, Any]:
         plan = self.plan
         if output_names is None and not (intermediate or verbose or trace is not None):
             values = plan.run_dict(feeds)  # the hot path
