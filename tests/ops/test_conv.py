@@ -42,8 +42,12 @@ _ELEM = {
 }
 
 
-def ort_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type: int, opset: int = 19, n_outputs: int = 1, **atts):
-    """Run one node in onnxruntime (the oracle); feeds in input order, '' names an omitted input."""
+def _out_types(out_type: int | list[int], n_outputs: int) -> list[int]:
+    return list(out_type) if isinstance(out_type, list | tuple) else [out_type] * n_outputs
+
+
+def ort_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type, opset: int = 19, n_outputs: int = 1, **atts):
+    """Run one node in onnxruntime (the oracle); ``out_type`` is one element type or one per output."""
     so = ort.SessionOptions()
     so.log_severity_level = 4
     names = [n for n, _ in feeds]
@@ -51,7 +55,7 @@ def ort_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type: int, opset: 
     graph = helper.make_graph(
         [node], op,
         [helper.make_tensor_value_info(n, _ELEM[v.dtype], v.shape) for n, v in feeds if n],
-        [helper.make_tensor_value_info(f"y{i}", out_type, None) for i in range(n_outputs)],
+        [helper.make_tensor_value_info(f"y{i}", t, None) for i, t in enumerate(_out_types(out_type, n_outputs))],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
@@ -59,12 +63,12 @@ def ort_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type: int, opset: 
     return sess.run(None, {n: v for n, v in feeds if n})
 
 
-def onnxrt_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type: int, opset: int, n_outputs: int = 1, **atts):
+def onnxrt_run(op: str, feeds: list[tuple[str, np.ndarray]], out_type, opset: int, n_outputs: int = 1, **atts):
     """Run one node through onnxrt's InferenceSession (the engine path: registration, attributes)."""
     model = make_single_node_model(
         op,
         [(n, _ELEM[v.dtype], list(v.shape)) for n, v in feeds],
-        [(f"y{i}", out_type, None) for i in range(n_outputs)],
+        [(f"y{i}", t, None) for i, t in enumerate(_out_types(out_type, n_outputs))],
         opset=opset,
         ir_version=10,
         **atts,

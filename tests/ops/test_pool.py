@@ -1,0 +1,403 @@
+"""The pooling family: MaxPool (Indices), AveragePool, LpPool, Global*Pool, MaxUnpool, MaxRoiPool.
+
+Random cases against onnxruntime (values, shapes, dtypes; 1-D/2-D/3-D, strides, pads,
+dilations, ceil_mode, every auto_pad, count_include_pad, storage_order) and plain-loop
+definitions written from the spec text where onnxruntime differs or is silent.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+from onnx import TensorProto
+
+import onnxrt
+from onnxrt.errors import IndexOutOfRangeError, InvalidAttributeError, KernelError
+from onnxrt.ops_cpu._conv_common import window_geometry
+from onnxrt.ops_cpu.op_max_roi_pool import max_roi_pool
+from onnxrt.ops_cpu.op_max_unpool import max_unpool
+from onnxrt.ops_cpu.op_pool import global_pool, pool
+
+from ..helpers import make_single_node_model
+from .test_conv import _ELEM, onnxrt_run, ort_run
+
+# --------------------------------------------------------------------------------------
+# plain-loop definition
+# --------------------------------------------------------------------------------------
+
+
+def loop_pool(x, mode, kernel, strides, dilations, pads_begin, pads_end, out_shape, count_include_pad=0, p=2):
+    """Every output pixel from its window: positions o*s - pad + k*d inside the input count;
+    with count_include_pad the declared pads count in the average's divisor too."""
+    n_img, n_ch = x.shape[:2]
+    y = np.zeros((n_img, n_ch) + tuple(out_shape), np.float64)
+    for o in itertools.product(*[range(v) for v in out_shape]):
+        vals, padded_count = [], 0
+        for k in itertools.product(*[range(v) for v in kernel]):
+            pos = [oi * s - b + ki * d for oi, s, b, ki, d in zip(o, strides, pads_begin, k, dilations)]
+            if all(0 <= q < size for q, size in zip(pos, x.shape[2:])):
+                vals.append(x[(slice(None), slice(None)) + tuple(pos)].astype(np.float64))
+            elif all(-b <= q < size + e for q, b, e, size in zip(pos, pads_begin, pads_end, x.shape[2:])):
+                padded_count += 1
+        stack = np.stack(vals)
+        if mode == "max":
+            y[(slice(None), slice(None)) + o] = stack.max(axis=0)
+        elif mode == "avg":
+            y[(slice(None), slice(None)) + o] = stack.sum(axis=0) / (len(vals) + (padded_count if count_include_pad else 0))
+        else:
+            y[(slice(None), slice(None)) + o] = (np.abs(stack) ** p).sum(axis=0) ** (1.0 / p)
+    return y
+
+
+def _rand_pool_case(rng, nd):
+    spatial = tuple(int(v) for v in rng.integers(3, 9 if nd < 3 else 7, nd))
+    kernel = [int(v) for v in rng.integers(1, 4, nd)]
+    atts = {"kernel_shape": kernel, "strides": [int(v) for v in rng.integers(1, 3, nd)]}
+    x = rng.standard_normal((2, 3) + spatial).astype(np.float32)
+    return x, atts
+
+
+# --------------------------------------------------------------------------------------
+# MaxPool / AveragePool / LpPool
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("auto_pad", ["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("ceil_mode", [0, 1])
+def test_pools_match_onnxruntime(nd, auto_pad, ceil_mode):
+    rng = np.random.default_rng(10 * nd + len(auto_pad) + 100 * ceil_mode)
+    checked = 0
+    for trial in range(6):
+        x, atts = _rand_pool_case(rng, nd)
+        atts["ceil_mode"] = ceil_mode
+        if auto_pad == "NOTSET":
+            # onnxruntime wants pads smaller than the kernel
+            atts["pads"] = [int(rng.integers(0, k)) for k in atts["kernel_shape"] * 2]
+            atts["dilations"] = [int(v) for v in rng.integers(1, 3, nd)]
+        else:
+            atts["auto_pad"] = auto_pad  # onnxruntime ignores dilations when computing SAME pads
+        for op, extra, kwargs in [
+            ("MaxPool", {}, {"mode": "max"}),
+            ("AveragePool", {"count_include_pad": trial % 2}, {"mode": "avg", "count_include_pad": trial % 2}),
+            ("LpPool", {"p": 3}, {"mode": "lp", "p": 3}),
+        ]:
+            try:
+                (ref,) = ort_run(op, [("x", x)], TensorProto.FLOAT, opset=19, **atts, **extra)
+            except Exception:  # noqa: BLE001  (a window larger than the input)
+                continue
+            kw = {k: v for k, v in atts.items() if k != "kernel_shape"}
+            y = pool(x, kwargs.pop("mode"), atts["kernel_shape"], **kw, **kwargs)
+            assert y.dtype == np.float32 and y.shape == ref.shape, (op, atts)
+            np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5, err_msg=f"{op} {atts}")
+            checked += 1
+    assert checked >= 6
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_maxpool_indices_match_onnxruntime(storage_order, nd):
+    rng = np.random.default_rng(50 + nd + 7 * storage_order)
+    for _ in range(6):
+        x, atts = _rand_pool_case(rng, nd)
+        atts["pads"] = [int(rng.integers(0, k)) for k in atts["kernel_shape"] * 2]
+        atts["dilations"] = [int(v) for v in rng.integers(1, 3, nd)]
+        atts["ceil_mode"] = int(rng.integers(0, 2))
+        try:
+            ref_y, ref_i = ort_run("MaxPool", [("x", x)], [TensorProto.FLOAT, TensorProto.INT64], opset=12, n_outputs=2,
+                                   storage_order=storage_order, **atts)
+        except Exception:  # noqa: BLE001
+            continue
+        kw = {k: v for k, v in atts.items() if k != "kernel_shape"}
+        y, idx = pool(x, "max", atts["kernel_shape"], storage_order=storage_order, with_indices=True, **kw)
+        assert idx.dtype == np.int64 and idx.shape == ref_i.shape
+        np.testing.assert_array_equal(y, ref_y)
+        np.testing.assert_array_equal(idx, ref_i)
+
+
+def test_maxpool_indices_point_at_the_maxima():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    y, idx = pool(x, "max", [3, 2], strides=[2, 2], pads=[1, 0, 1, 1], with_indices=True)
+    np.testing.assert_array_equal(x.reshape(-1)[idx], y)
+    # column-major spatial order: h + H*w inside each (n, c) plane
+    _, idx_cm = pool(x, "max", [3, 2], strides=[2, 2], pads=[1, 0, 1, 1], with_indices=True, storage_order=1)
+    plane, rem = np.divmod(idx, 42)
+    h, w = np.divmod(rem, 6)
+    np.testing.assert_array_equal(idx_cm, plane * 42 + h + 7 * w)
+
+
+def test_maxpool_first_maximum_wins_and_nan_is_ignored():
+    x = np.array([[[1.0, 3.0, 3.0, np.nan, 2.0, np.nan, np.nan]]], np.float32)
+    y, idx = pool(x, "max", [2], strides=[1], with_indices=True)
+    np.testing.assert_array_equal(y[0, 0], [3, 3, 3, 2, 2, np.nan])
+    np.testing.assert_array_equal(idx[0, 0], [1, 1, 2, 4, 4, 5])
+    np.testing.assert_array_equal(pool(x, "max", [2], strides=[1])[0, 0], [3, 3, 3, 2, 2, np.nan])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_maxpool_integer_types(dtype):
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max + 1, (1, 2, 6, 7)).astype(dtype)
+    x[0, 0, 0, 0] = info.min  # a real minimum next to the padding
+    atts = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    (ref,) = ort_run("MaxPool", [("x", x)], _ELEM[np.dtype(dtype)], opset=12, **atts)
+    y = pool(x, "max", [3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y, ref)
+    y2, idx = pool(x, "max", [3, 3], strides=[2, 2], pads=[1, 1, 1, 1], with_indices=True)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(x.reshape(-1)[idx], y)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float64])
+@pytest.mark.parametrize("mode", ["max", "avg", "lp"])
+def test_pool_element_types(dtype, mode):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 7, 5)).astype(np.float32)
+    kw = dict(strides=[2, 1], pads=[1, 1, 0, 1], dilations=[1, 2])
+    ref = pool(x.astype(np.float64), mode, [3, 2], **kw)
+    y = pool(x.astype(dtype), mode, [3, 2], **kw)
+    assert y.dtype == np.dtype(dtype)
+    tol = {np.float16: 5e-3, ml_dtypes.bfloat16: 2e-2, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=tol, atol=tol)
+    pb, pe, out = window_geometry(x.shape[2:], [3, 2], [2, 1], [1, 2], kw["pads"])
+    np.testing.assert_allclose(ref, loop_pool(x, mode, [3, 2], [2, 1], [1, 2], pb, pe, out), rtol=1e-6, atol=1e-6)
+
+
+def test_average_pool_count_include_pad_and_ceil_mode_against_the_definition():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 2, 7, 6)).astype(np.float64)
+    for cip, ceil, dil in itertools.product((0, 1), (0, 1), (1, 2)):
+        kw = dict(strides=[2, 3], pads=[1, 0, 2, 1], dilations=[dil, 1], ceil_mode=ceil)
+        pb, pe, out = window_geometry(x.shape[2:], [3, 2], [2, 3], [dil, 1], kw["pads"], "NOTSET", bool(ceil))
+        y = pool(x, "avg", [3, 2], count_include_pad=cip, **kw)
+        np.testing.assert_allclose(y, loop_pool(x, "avg", [3, 2], [2, 3], [dil, 1], pb, pe, out, cip), rtol=1e-12)
+
+
+def test_pool_spec_examples():
+    x = np.arange(1, 26, dtype=np.float32).reshape(1, 1, 5, 5)
+    np.testing.assert_array_equal(pool(x, "max", [2, 2], strides=[2, 2])[0, 0], [[7, 9], [17, 19]])
+    np.testing.assert_array_equal(pool(x, "max", [3, 3], strides=[2, 2], ceil_mode=1)[0, 0], [[13, 15], [23, 25]])
+    np.testing.assert_allclose(pool(x, "avg", [5, 5], pads=[2, 2, 2, 2], count_include_pad=1)[0, 0, 0, :2], [63 / 25, 90 / 25])
+    np.testing.assert_allclose(pool(x, "avg", [5, 5], pads=[2, 2, 2, 2])[0, 0, 0, :2], [7.0, 7.5])
+    # maxpool_2d_ceil_output_size_reduce_by_one: the last window would start in the padding
+    y = pool(np.ones((1, 1, 2, 2), np.float32), "max", [1, 1], strides=[2, 2], ceil_mode=1)
+    assert y.shape == (1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("opset", [1, 8, 10, 11, 12, 22])
+def test_maxpool_every_version_through_a_session(opset):
+    rng = np.random.default_rng(opset)
+    x = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    atts = dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+    if opset >= 10:
+        atts.update(ceil_mode=1, dilations=[1, 2])
+    types = [TensorProto.FLOAT, TensorProto.INT64][: 2 if opset >= 8 else 1]
+    ys = onnxrt_run("MaxPool", [("x", x)], types, opset, n_outputs=len(types), **atts)
+    refs = ort_run("MaxPool", [("x", x)], types, opset=max(opset, 7), n_outputs=len(types), **atts)
+    for y, ref in zip(ys, refs):
+        assert y.dtype == ref.dtype
+        np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("opset", [1, 7, 10, 11, 19, 22])
+def test_average_pool_every_version_through_a_session(opset):
+    rng = np.random.default_rng(opset)
+    x = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    atts = dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+    if opset >= 7:
+        atts["count_include_pad"] = 1
+    if opset >= 10:
+        atts["ceil_mode"] = 1
+    if opset >= 19:
+        atts["dilations"] = [1, 2]
+    (y,) = onnxrt_run("AveragePool", [("x", x)], TensorProto.FLOAT, opset, **atts)
+    (ref,) = ort_run("AveragePool", [("x", x)], TensorProto.FLOAT, opset=max(opset, 7), **atts)
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [1, 2, 11, 18, 22])
+def test_lp_pool_every_version_through_a_session(opset):
+    rng = np.random.default_rng(opset)
+    x = rng.standard_normal((1, 2, 6, 5)).astype(np.float32)
+    atts = dict(kernel_shape=[2, 2], strides=[2, 1], pads=[1, 0, 0, 1], p=3.0 if opset == 1 else 3)
+    (y,) = onnxrt_run("LpPool", [("x", x)], TensorProto.FLOAT, opset, **atts)
+    pb, pe, out = window_geometry(x.shape[2:], [2, 2], [2, 1], [1, 1], atts["pads"])
+    np.testing.assert_allclose(y, loop_pool(x, "lp", [2, 2], [2, 1], [1, 1], pb, pe, out, p=3), rtol=1e-5)
+    if opset >= 2:
+        (ref,) = ort_run("LpPool", [("x", x)], TensorProto.FLOAT, opset=opset, **atts)
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_pool_errors():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    with pytest.raises(KernelError, match=r"X must have rank 4 \(N, C and 2 spatial axes"):
+        pool(np.zeros((1, 4, 4), np.float32), "max", [2, 2])
+    with pytest.raises(KernelError, match=r"window .* is larger than the padded input"):
+        pool(x, "avg", [3, 3], dilations=[3, 3])
+    with pytest.raises(KernelError, match=r"'strides' must hold values >= 1"):
+        pool(x, "max", [2, 2], strides=[0, 1])
+    model = make_single_node_model("MaxPool", [("x", TensorProto.FLOAT, [1, 1, 4, 4])], [("y", TensorProto.FLOAT, None)],
+                                   opset=12, kernel_shape=[2, 2], storage_order=2)
+    with pytest.raises(InvalidAttributeError, match=r"'storage_order' is 2, expected 0 or 1"):
+        onnxrt.InferenceSession(model.SerializeToString())
+
+
+def test_pool_does_not_modify_its_input():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    x.flags.writeable = False
+    keep = x.copy()
+    for mode in ("max", "avg", "lp"):
+        y = pool(x, mode, [1, 1])  # the copy path
+        assert not np.shares_memory(y, x)
+        pool(x, mode, [3, 3], pads=[1, 1, 1, 1])
+    np.testing.assert_array_equal(x, keep)
+
+
+# --------------------------------------------------------------------------------------
+# Global pools
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op, mode, extra", [("GlobalMaxPool", "max", {}), ("GlobalAveragePool", "avg", {}),
+                                             ("GlobalLpPool", "lp", {"p": 3})])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_global_pools(op, mode, extra, nd):
+    rng = np.random.default_rng(nd)
+    x = rng.standard_normal((2, 3) + (4,) * nd).astype(np.float32)
+    (ref,) = ort_run(op, [("x", x)], TensorProto.FLOAT, opset=2 if op == "GlobalLpPool" else 19, **extra)
+    y = global_pool(x, mode, **extra)
+    assert y.dtype == np.float32 and y.shape == (2, 3) + (1,) * nd
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    y16 = global_pool(x.astype(ml_dtypes.bfloat16), mode, **extra)
+    assert y16.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_allclose(y16.astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("op, versions", [("GlobalMaxPool", (1, 22)), ("GlobalAveragePool", (1, 22)), ("GlobalLpPool", (1, 2, 22))])
+def test_global_pools_every_version(op, versions):
+    x = np.arange(24, dtype=np.float64).reshape(1, 2, 3, 4) - 10
+    for opset in versions:
+        atts = {"p": 2.0 if opset == 1 else 2} if op == "GlobalLpPool" else {}
+        (y,) = onnxrt_run(op, [("x", x)], TensorProto.DOUBLE, opset, **atts)
+        want = {"GlobalMaxPool": x.max(axis=(2, 3)), "GlobalAveragePool": x.mean(axis=(2, 3)),
+                "GlobalLpPool": np.sqrt((x ** 2).sum(axis=(2, 3)))}[op]
+        assert y.dtype == np.float64
+        np.testing.assert_allclose(y[:, :, 0, 0], want)
+
+
+# --------------------------------------------------------------------------------------
+# MaxUnpool
+# --------------------------------------------------------------------------------------
+
+
+def test_max_unpool_inverts_max_pool():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 6, 8)).astype(np.float32)
+    y, idx = pool(x, "max", [2, 2], strides=[2, 2], with_indices=True)
+    u = max_unpool(y, idx, kernel_shape=[2, 2], strides=[2, 2])
+    assert u.shape == x.shape and u.dtype == np.float32
+    (ref,) = ort_run("MaxUnpool", [("y", y), ("i", idx)], TensorProto.FLOAT, opset=11, kernel_shape=[2, 2], strides=[2, 2])
+    np.testing.assert_array_equal(u, ref)
+    # pooling the unpooled tensor gives back the pooled values (zeros win over negative ones)
+    np.testing.assert_array_equal(pool(u, "max", [2, 2], strides=[2, 2]), np.maximum(y, 0))
+    np.testing.assert_array_equal(u.reshape(-1)[idx.reshape(-1)], y.reshape(-1))
+    assert np.count_nonzero(u) == np.count_nonzero(y)
+
+
+def test_max_unpool_output_shape_pads_at_the_end():
+    """The spec's conformance case: indices of the inferred 4x4 tensor, placed in a 5x5 output."""
+    xv = np.array([[[[5, 6], [7, 8]]]], np.float32)
+    idx = np.array([[[[5, 7], [13, 15]]]], np.int64)
+    u = max_unpool(xv, idx, np.array([1, 1, 5, 5]), kernel_shape=[2, 2], strides=[2, 2])
+    want = np.zeros((1, 1, 5, 5), np.float32)
+    want[0, 0, 1, 1], want[0, 0, 1, 3], want[0, 0, 3, 1], want[0, 0, 3, 3] = 5, 6, 7, 8
+    np.testing.assert_array_equal(u, want)
+    np.testing.assert_array_equal(pool(u, "max", [2, 2], strides=[2, 2]), xv)
+    # spatial-only output_shape, and one equal to the inferred shape
+    np.testing.assert_array_equal(max_unpool(xv, idx, [5, 5], kernel_shape=[2, 2], strides=[2, 2]), want)
+    same = max_unpool(xv, idx, [1, 1, 4, 4], kernel_shape=[2, 2], strides=[2, 2])
+    np.testing.assert_array_equal(same, want[:, :, :4, :4])
+
+
+@pytest.mark.parametrize("opset", [9, 11, 22])
+def test_max_unpool_versions_and_errors(opset):
+    xv = np.array([[[[1.0, 2.0]]]], np.float64)
+    idx = np.array([[[[0, 3]]]], np.int64)
+    (u,) = onnxrt_run("MaxUnpool", [("x", xv), ("i", idx)], TensorProto.DOUBLE, opset, kernel_shape=[1, 2], strides=[1, 2])
+    np.testing.assert_array_equal(u, [[[[1.0, 0.0, 0.0, 2.0]]]])
+    assert u.dtype == np.float64
+    with pytest.raises(IndexOutOfRangeError, match=r"I holds 4, out of range \[0, 3\]"):
+        max_unpool(xv, np.array([[[[0, 4]]]]), kernel_shape=[1, 2], strides=[1, 2])
+    with pytest.raises(KernelError, match=r"I must have X's shape"):
+        max_unpool(xv, np.array([[[[0]]]]), kernel_shape=[1, 2], strides=[1, 2])
+
+
+# --------------------------------------------------------------------------------------
+# MaxRoiPool
+# --------------------------------------------------------------------------------------
+
+
+def loop_roi_pool(x, rois, pooled, scale):
+    """Fast R-CNN: corners scaled and rounded half away from zero, bins floor/ceil, empty bins 0."""
+    r_out = np.zeros((len(rois), x.shape[1]) + tuple(pooled), np.float64)
+    for r, (b, x1, y1, x2, y2) in enumerate(rois):
+        rnd = lambda v: int(np.sign(v) * np.floor(abs(v) + 0.5))  # noqa: E731
+        sx, sy, ex, ey = rnd(x1 * scale), rnd(y1 * scale), rnd(x2 * scale), rnd(y2 * scale)
+        rh, rw = max(ey - sy + 1, 1), max(ex - sx + 1, 1)
+        for i, j in itertools.product(range(pooled[0]), range(pooled[1])):
+            hs = min(max(int(np.floor(i * rh / pooled[0])) + sy, 0), x.shape[2])
+            he = min(max(int(np.ceil((i + 1) * rh / pooled[0])) + sy, 0), x.shape[2])
+            ws = min(max(int(np.floor(j * rw / pooled[1])) + sx, 0), x.shape[3])
+            we = min(max(int(np.ceil((j + 1) * rw / pooled[1])) + sx, 0), x.shape[3])
+            if he > hs and we > ws:
+                r_out[r, :, i, j] = x[int(b), :, hs:he, ws:we].max(axis=(1, 2))
+    return r_out
+
+
+def test_max_roi_pool_matches_onnxruntime_and_the_definition():
+    rng = np.random.default_rng(13)
+    for trial in range(10):
+        x = rng.standard_normal((2, 3, int(rng.integers(5, 12)), int(rng.integers(5, 12)))).astype(np.float32)
+        n_rois = int(rng.integers(1, 6))
+        scale = float(rng.choice([1.0, 0.5, 0.25]))
+        c = rng.uniform(-3, 30, (n_rois, 4))
+        corners = np.concatenate([np.minimum(c[:, :2], c[:, 2:]), np.maximum(c[:, :2], c[:, 2:])], axis=1)
+        rois = np.concatenate([rng.integers(0, 2, (n_rois, 1)), corners], axis=1).astype(np.float32)
+        pooled = [int(v) for v in rng.integers(1, 4, 2)]
+        y = max_roi_pool(x, rois, pooled_shape=pooled, spatial_scale=scale)
+        assert y.dtype == np.float32 and y.shape == (n_rois, 3, *pooled)
+        (ref,) = ort_run("MaxRoiPool", [("x", x), ("r", rois)], TensorProto.FLOAT, opset=1, pooled_shape=pooled, spatial_scale=scale)
+        np.testing.assert_array_equal(y, ref)
+        np.testing.assert_array_equal(y, loop_roi_pool(x, rois, pooled, scale).astype(np.float32))
+
+
+def test_max_roi_pool_chunks_and_errors(monkeypatch):
+    from onnxrt.ops_cpu import op_max_roi_pool
+
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((1, 2, 9, 9)).astype(np.float64)
+    rois = np.array([[0, 0, 0, 8, 8], [0, 2, 1, 5, 7], [0, 7, 7, 30, 30]], np.float64)
+    whole = max_roi_pool(x, rois, pooled_shape=[2, 3])
+    monkeypatch.setattr(op_max_roi_pool, "_CHUNK_ELEMENTS", 1)
+    np.testing.assert_array_equal(max_roi_pool(x, rois, pooled_shape=[2, 3]), whole)
+    assert whole.dtype == np.float64
+    with pytest.raises(IndexOutOfRangeError, match=r"batch index 1, out of range \[0, 0\]"):
+        max_roi_pool(x, np.array([[1, 0, 0, 1, 1]], np.float64), pooled_shape=[1, 1])
+    with pytest.raises(KernelError, match=r"rois must have shape \[num_rois, 5\]"):
+        max_roi_pool(x, np.zeros((2, 4)), pooled_shape=[1, 1])
+
+
+@pytest.mark.parametrize("opset", [1, 22])
+def test_max_roi_pool_versions(opset):
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    rois = np.array([[0, 0, 0, 3, 3], [0, 1, 1, 2, 2]], np.float32)
+    (y,) = onnxrt_run("MaxRoiPool", [("x", x), ("r", rois)], TensorProto.FLOAT, opset, pooled_shape=[2, 2])
+    np.testing.assert_array_equal(y[0, 0], [[5, 7], [13, 15]])
+    np.testing.assert_array_equal(y[1, 1], [[21, 22], [25, 26]])
