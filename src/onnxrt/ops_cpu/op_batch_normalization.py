@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
 from ._op import OpRun
+from .op_normalization import add_cols, add_rows
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -17,13 +20,9 @@ def _compute_dtype(dtype: np.dtype) -> np.dtype:
     return _F64 if dtype == _F64 else _F32
 
 
-def _param_shape(x: np.ndarray, spatial: bool) -> tuple[int, ...]:
-    """The shape the per-channel (or, non-spatial, per-activation) parameters take to broadcast against ``x``."""
+def _check_rank(x: np.ndarray) -> None:
     if x.ndim < 2:
         raise KernelError(f"BatchNormalization needs X of rank >= 2 (N x C x ...), got rank {x.ndim}.")
-    if spatial:
-        return (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    return (1,) + x.shape[1:]
 
 
 def _check_param(value: np.ndarray, name: str, x: np.ndarray, spatial: bool) -> np.ndarray:
@@ -34,13 +33,30 @@ def _check_param(value: np.ndarray, name: str, x: np.ndarray, spatial: bool) -> 
     return value
 
 
-def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``x * a + b`` with ``a`` and ``b`` broadcast along the channels, in two passes, returned in x's dtype."""
+def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool) -> np.ndarray:
+    """``x * a + b`` with ``a`` and ``b`` per channel (per activation when not ``spatial``), in two
+    vectorized passes, returned in x's dtype.
+
+    The tensor is viewed as a C-contiguous matrix whose rows share one ``a`` and one ``b``
+    ((N*C, spatial) per channel); the shift is a BLAS rank-1 update done in place.
+    """
     cdt = _compute_dtype(x.dtype)
-    a = a.astype(cdt).reshape(shape)
-    b = b.astype(cdt).reshape(shape)
-    y = np.multiply(x, a, dtype=cdt)
-    y += b
+    n = x.shape[0]
+    xc = x.astype(cdt, copy=False, order="C")
+    a = a.astype(cdt).reshape(-1)
+    b = b.astype(cdt).reshape(-1)
+    spatial_size = math.prod(x.shape[2:])
+    if spatial and spatial_size > 1:
+        x2 = xc.reshape(n * x.shape[1], spatial_size)
+        # einsum scales rows a little faster than broadcasting a (rows, 1) column
+        y2 = np.einsum("ij,i->ij", x2, np.tile(a, n))
+        add_rows(y2, np.tile(b, n))
+    else:
+        # one value per column of the (N, C * spatial) matrix
+        x2 = xc.reshape(n, -1)
+        y2 = np.multiply(x2, a[None, :], out=None if xc is x else x2)
+        add_cols(y2, b)
+    y = y2.reshape(x.shape)
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
@@ -61,11 +77,18 @@ def batch_normalization(
     statistics: the parameters then have the shape of X without its batch dimension.
     """
     x = np.asarray(x)
-    shape = _param_shape(x, spatial)
+    _check_rank(x)
+    a, b = fold_statistics(x, scale, bias, mean, var, epsilon, spatial)
+    return _apply(x, a, b, spatial)
+
+
+def fold_statistics(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, epsilon: float, spatial: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """``a = scale / sqrt(var + epsilon)`` and ``b = B - mean * a``, in float64, after checking the shapes."""
     s, bb, m, v = (_check_param(p, n, x, spatial).astype(_F64) for p, n in ((scale, "scale"), (bias, "B"), (mean, "mean"), (var, "var")))
     a = s / np.sqrt(v + epsilon)
-    b = bb - m * a
-    return _apply(x, a, b, shape)
+    return a, bb - m * a
 
 
 def batch_normalization_training(
@@ -87,7 +110,7 @@ def batch_normalization_training(
     16-bit inputs (float64 for double); running statistics keep the type of ``mean``.
     """
     x = np.asarray(x)
-    shape = _param_shape(x, spatial)
+    _check_rank(x)
     mean = _check_param(mean, "mean", x, spatial)
     var = _check_param(var, "var", x, spatial)
     s = _check_param(scale, "scale", x, spatial).astype(_F64)
@@ -99,7 +122,7 @@ def batch_normalization_training(
     cur_var = xc.var(axis=axes, dtype=cdt)
     a = s.reshape(cur_mean.shape) / np.sqrt(cur_var.astype(_F64) + epsilon)
     b = bb.reshape(cur_mean.shape) - cur_mean.astype(_F64) * a
-    y = _apply(x, a, b, shape)
+    y = _apply(x, a, b, spatial)
     out_dt = mean.dtype
     mom = float(momentum)
     run_mean = (mean.astype(_F64).reshape(cur_mean.shape) * mom + cur_mean.astype(_F64) * (1.0 - mom)).astype(out_dt)
@@ -137,10 +160,26 @@ class BatchNormalization(OpRun):
         else:
             self._training = not bool(self.is_test)
         self._n_outputs = 3 if since >= 14 else 5
+        #: (inputs, (a, b)) of the last inference run whose statistics were read-only (initializers)
+        self._folded: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def _fold(self, x, params):
+        # Initializers reach the kernel as the same read-only arrays on every run: their fold is
+        # computed once. Writable arrays (feeds a caller may change) are folded on each run.
+        cached = self._folded
+        if cached is not None and all(p is q for p, q in zip(params, cached[0])):
+            return cached[1]
+        folded = fold_statistics(x, *params, self.epsilon, self._spatial)
+        if not any(getattr(p, "flags", None) is None or p.flags.writeable for p in params):
+            self._folded = (params, folded)
+        return folded
 
     def _run(self, x, scale, B, mean, var, attributes=None, verbose=0, fLOG=None):
         if not self._training:
-            return (batch_normalization(x, scale, B, mean, var, epsilon=self.epsilon, spatial=self._spatial),)
+            x = np.asarray(x)
+            _check_rank(x)
+            a, b = self._fold(x, (scale, B, mean, var))
+            return (_apply(x, a, b, self._spatial),)
         res = batch_normalization_training(
             x, scale, B, mean, var, epsilon=self.epsilon, momentum=self.momentum, spatial=self._spatial
         )

@@ -26,16 +26,18 @@ def dropout(
     ratio: float = 0.5,
     training_mode: bool = False,
     seed: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    return_mask: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``(output, mask)``: ``output = data * mask / (1 - ratio)`` in training, ``data`` otherwise.
 
     At inference (or with ``ratio == 0``) the mask is all true. ``ratio`` must lie in [0, 1);
-    the scaling is computed in float32 for 16-bit and float 8 inputs and cast back.
+    the scaling is computed in float32 for 16-bit and float 8 inputs and cast back. Without
+    ``return_mask`` the inference path builds no mask (the mask is None).
     """
     data = np.asarray(data)
     ratio = float(ratio)
     if not training_mode or ratio == 0.0:
-        return data, np.ones(data.shape, dtype=bool)
+        return data, np.ones(data.shape, dtype=bool) if return_mask else None
     if not 0.0 <= ratio < 1.0:
         raise KernelError(f"ratio is {ratio}, expected a value in [0, 1).")
     mask = dropout_mask(data.shape, ratio, seed)
@@ -63,6 +65,7 @@ class Dropout(OpRun):
         self._legacy_training = since < 7 and not bool(getattr(self, "is_test", 0))
         seed = getattr(self, "seed", None) if since >= 12 else None
         self._seed = None if seed is None else int(seed) % (2**32)
+        self._want_mask = len(onnx_node.output) > 1 and bool(onnx_node.output[1])
 
     def _run(self, data, ratio=None, training_mode=None, attributes=None, verbose=0, fLOG=None):
         if self._inputs_drive:
@@ -71,7 +74,9 @@ class Dropout(OpRun):
         else:
             r = self.ratio
             train = self._legacy_training
-        out, mask = dropout(data, r, train, self._seed)
+        out, mask = dropout(data, r, train, self._seed, return_mask=self._want_mask)
+        if not self._want_mask:
+            return (out,)
         if not self._bool_mask:
             mask = mask.astype(np.asarray(data).dtype)
         return out, mask

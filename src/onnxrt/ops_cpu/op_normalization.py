@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import ml_dtypes
 import numpy as np
 
@@ -42,45 +45,168 @@ def _axis(axis: int, rank: int, name: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
-def standardize_rows(x2: np.ndarray, epsilon: float, center: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# --------------------------------------------------------------------------------------------
+# Row primitives. Every normalisation here reshapes its input to a C-contiguous (rows, cols)
+# matrix whose rows share one statistic. numpy's broadcasting of a per-row value over rows of a
+# few thousand elements runs at the speed of a two-array operation; BLAS does better: row sums
+# are matrix-vector products, and adding a per-row (or per-column) vector is a rank-1 update
+# (ger) of the transposed, Fortran-ordered view, done in place.
+# --------------------------------------------------------------------------------------------
+
+try:
+    from scipy.linalg import blas as _blas
+
+    _GER = {_F32: _blas.sger, _F64: _blas.dger}
+except ImportError:  # pragma: no cover  (scipy is a dependency; numpy broadcasting stays correct)
+    _GER = {}
+
+#: numpy >= 2 computes row-wise dot products with its SIMD dot kernel; einsum is the fallback
+_vecdot = getattr(np, "vecdot", None)
+
+#: rows at least this long go through BLAS/vecdot; shorter rows through numpy broadcasting
+_LONG_ROW = 256
+
+
+@lru_cache(maxsize=64)
+def _ones(n: int, dtype: str) -> np.ndarray:
+    out = np.ones(n, dtype=dtype)
+    out.flags.writeable = False
+    return out
+
+
+def row_sums(x2: np.ndarray) -> np.ndarray:
+    """``x2.sum(axis=1)`` as one BLAS matrix-vector product."""
+    return x2 @ _ones(x2.shape[1], x2.dtype.str)
+
+
+def row_sumsq(d: np.ndarray) -> np.ndarray:
+    """``(d * d).sum(axis=1)``: a row-wise dot product for long rows, squares and a product for short ones."""
+    if d.shape[1] >= _LONG_ROW:
+        return _vecdot(d, d) if _vecdot is not None else np.einsum("ij,ij->i", d, d)
+    return np.square(d) @ _ones(d.shape[1], d.dtype.str)
+
+
+def _ger(y2: np.ndarray, u: np.ndarray, v: np.ndarray, alpha: float) -> bool:
+    """``y2.T += alpha * outer(u, v)`` in place through BLAS; False when BLAS cannot take y2."""
+    ger = _GER.get(y2.dtype)
+    if ger is None or not y2.flags.c_contiguous or not y2.flags.writeable or y2.size == 0:
+        return False
+    res = ger(alpha, u, v.astype(y2.dtype, copy=False), a=y2.T, overwrite_a=1)
+    if not np.shares_memory(res, y2):  # f2py made a copy after all
+        y2[...] = res.T
+    return True
+
+
+def add_rows(y2: np.ndarray, v: np.ndarray, alpha: float = 1.0) -> None:
+    """``y2[r, :] += alpha * v[r]`` in place."""
+    rows, cols = y2.shape
+    if cols >= _LONG_ROW and _ger(y2, _ones(cols, y2.dtype.str), v, alpha):
+        return
+    y2 += (v if alpha == 1.0 else v * y2.dtype.type(alpha))[:, None]
+
+
+def add_cols(y2: np.ndarray, v: np.ndarray) -> None:
+    """``y2[:, c] += v[c]`` in place."""
+    rows, cols = y2.shape
+    if cols >= _LONG_ROW and _ger(y2, v, _ones(rows, y2.dtype.str), 1.0):
+        return
+    y2 += v[None, :]
+
+
+def standardize_rows(
+    x2: np.ndarray, epsilon: float, center: bool = True, owned: bool = False, row_factor: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row statistics of a 2-D float32/float64 array: ``(normalized, mean, inv_std)``.
 
     ``normalized = (x - mean) * inv_std`` with ``inv_std = 1 / sqrt(var + epsilon)``, the
     variance being the population one computed on the centred values (two passes, no
     cancellation). With ``center=False`` (RMS normalisation) nothing is subtracted and
-    ``var`` is the mean of the squares. ``normalized`` is a new array (callers modify it).
+    ``var`` is the mean of the squares. ``normalized`` is a new array, or ``x2`` itself when
+    the caller ``owned`` it; either way the caller may modify it. A ``row_factor`` multiplies
+    each row too, folded into the same pass (a per-row scale such as InstanceNormalization's).
     """
     rows, cols = x2.shape
+    dt = x2.dtype.type
     if cols == 0:
-        empty = np.zeros(rows, dtype=x2.dtype)
-        return np.empty_like(x2), empty, np.full(rows, 1.0 / np.sqrt(epsilon), dtype=x2.dtype)
+        return np.empty_like(x2), np.zeros(rows, dtype=x2.dtype), np.full(rows, 1.0 / np.sqrt(epsilon), dtype=x2.dtype)
+    if not x2.flags.c_contiguous:
+        x2, owned = np.ascontiguousarray(x2), True
+    n = dt(cols)
     if center:
-        mean = x2.mean(axis=1)
-        d = np.subtract(x2, mean[:, None])
+        mean = row_sums(x2)
+        mean /= n
+        if cols >= _LONG_ROW:
+            d = x2 if owned else x2.copy()
+            add_rows(d, mean, -1.0)
+        else:
+            d = np.subtract(x2, mean[:, None], out=x2 if owned else None)
+        var = row_sumsq(d)
     else:
         mean = np.zeros(rows, dtype=x2.dtype)
-        d = x2.copy()
-    # einsum sums the squares row by row without a temporary of the tensor's size
-    var = np.einsum("ij,ij->i", d, d) / x2.dtype.type(cols)
-    inv_std = 1.0 / np.sqrt(var + x2.dtype.type(epsilon))
-    d *= inv_std[:, None]
+        d = None
+        var = row_sumsq(x2)
+    var /= n
+    var += dt(epsilon)
+    inv_std = np.sqrt(var, out=var)
+    np.divide(dt(1), inv_std, out=inv_std)
+    factor = inv_std if row_factor is None else inv_std * row_factor.astype(x2.dtype, copy=False)
+    if d is None:
+        d = np.multiply(x2, factor[:, None], out=x2 if owned else None)
+    else:
+        d *= factor[:, None]
     return d, mean, inv_std
 
 
-def _scale_shift(normalized: np.ndarray, dtype: np.dtype, scale: np.ndarray | None, bias: np.ndarray | None) -> np.ndarray:
-    """Stage two, ``normalized * scale + bias`` in ``dtype`` (computed in float32 for 16-bit types, one rounding per operation)."""
+def _as_columns(p: np.ndarray | None, x_shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """``p`` as one value per column of the (rows, cols) view when it varies only along axes >= axis.
+
+    That is the usual Scale/B of shape ``x.shape[axis:]`` (or a broadcastable part of it);
+    anything else (values varying along a leading axis) gives None.
+    """
+    if p is None:
+        return None
+    tail = tuple(x_shape[axis:])
+    shape = tuple(p.shape)
+    lead = len(shape) - len(tail)
+    if lead > 0:
+        if any(d != 1 for d in shape[:lead]):
+            return None
+        shape = shape[lead:]
+    return np.broadcast_to(p.reshape(shape), tail).reshape(-1)
+
+
+def _scale_shift(
+    normalized: np.ndarray, x_shape: tuple[int, ...], axis: int, dtype: np.dtype, scale: np.ndarray | None, bias: np.ndarray | None
+) -> np.ndarray:
+    """Stage two of Layer/RMS normalisation, ``normalized * scale + bias`` in ``dtype``.
+
+    ``normalized`` is the (rows, cols) float32/float64 result of stage one (the caller's to
+    modify). 16-bit types compute in float32 with one rounding per operation; per-column
+    Scale/B (the usual case) go through the row primitives, others through broadcasting.
+    """
+    scale = None if scale is None else np.asarray(scale)
+    bias = None if bias is None else np.asarray(bias)
     if dtype in _HALF:
-        y = _round_to(normalized, dtype)
+        y = _round_to(normalized, dtype).reshape(x_shape)
         if scale is not None:
-            y = _round_to(y * np.asarray(scale).astype(_F32), dtype)
+            y = _round_to(y * scale.astype(_F32), dtype)
         if bias is not None:
-            y = y + np.asarray(bias).astype(_F32)
+            y = y + bias.astype(_F32)
         return y.astype(dtype)
-    y = normalized if normalized.dtype == dtype else normalized.astype(dtype)
+    y2 = normalized if normalized.dtype == dtype else normalized.astype(dtype)
+    s_cols = _as_columns(scale, x_shape, axis)
+    b_cols = _as_columns(bias, x_shape, axis)
+    if (scale is None or s_cols is not None) and (bias is None or b_cols is not None):
+        if s_cols is not None:
+            y2 *= s_cols.astype(dtype, copy=False)[None, :]
+        if b_cols is not None:
+            add_cols(y2, b_cols.astype(dtype, copy=False))
+        return y2.reshape(x_shape)
+    y = y2.reshape(x_shape)
     if scale is not None:
-        y *= np.asarray(scale, dtype=dtype)
+        y *= scale.astype(dtype, copy=False)
     if bias is not None:
-        y += np.asarray(bias, dtype=dtype)
+        y += bias.astype(dtype, copy=False)
     return y
 
 
@@ -94,6 +220,13 @@ def _check_broadcast(value: np.ndarray | None, name: str, shape: tuple[int, ...]
         ok = False
     if not ok:
         raise KernelError(f"{name} of shape {list(np.shape(value))} does not broadcast to X's shape {list(shape)}.")
+
+
+def _rows_view(x: np.ndarray, axis: int, cdt: np.dtype) -> tuple[np.ndarray, bool]:
+    """``x`` in the compute dtype as a C-contiguous (prod(shape[:axis]), prod(shape[axis:])) matrix, and
+    whether that matrix is a new array (which stage one may then overwrite)."""
+    x2 = x.astype(cdt, copy=False, order="C")
+    return x2.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:])), x2 is not x
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,7 +245,7 @@ def layer_normalization(
     """LayerNormalization-17: ``Y, Mean, InvStdDev``.
 
     Stage one standardises over axes ``[axis, rank)`` in the precision of ``stash_type``
-    (float16/bfloat16 stashes compute in float32 and round the statistics), and the result is
+    (float16/bfloat16 stashes compute in float32 and round the result), and the result is
     cast to X's type; stage two multiplies by Scale and adds B (both unidirectionally
     broadcast) in X's type. Mean and InvStdDev have X's leading dimensions followed by ones,
     and the stash type.
@@ -124,13 +257,10 @@ def layer_normalization(
     axis = _axis(axis, rank)
     _check_broadcast(scale, "Scale", x.shape)
     _check_broadcast(bias, "B", x.shape)
-    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
-    cols = int(np.prod(x.shape[axis:], dtype=np.int64))
-    cdt = _compute_dtype(stash_type)
-    x2 = x.astype(cdt, copy=False).reshape(rows, cols)
-    normalized, mean, inv_std = standardize_rows(x2, epsilon)
+    x2, owned = _rows_view(x, axis, _compute_dtype(stash_type))
+    normalized, mean, inv_std = standardize_rows(x2, epsilon, owned=owned)
     normalized = _round_to(normalized, stash_type)
-    y = _scale_shift(normalized.reshape(x.shape), x.dtype, scale, bias)
+    y = _scale_shift(normalized, x.shape, axis, x.dtype, scale, bias)
     stat_shape = x.shape[:axis] + (1,) * (rank - axis)
     return (
         y,
@@ -158,13 +288,10 @@ def rms_normalization(
         raise KernelError("RMSNormalization needs X of rank >= 1.")
     axis = _axis(axis, rank)
     _check_broadcast(scale, "scale", x.shape)
-    rows = int(np.prod(x.shape[:axis], dtype=np.int64))
-    cols = int(np.prod(x.shape[axis:], dtype=np.int64))
-    cdt = _compute_dtype(stash_type)
-    x2 = x.astype(cdt, copy=False).reshape(rows, cols)
-    normalized, _, _ = standardize_rows(x2, epsilon, center=False)
+    x2, owned = _rows_view(x, axis, _compute_dtype(stash_type))
+    normalized, _, _ = standardize_rows(x2, epsilon, center=False, owned=owned)
     normalized = _round_to(_round_to(normalized, stash_type), x.dtype)
-    return _scale_shift(normalized.reshape(x.shape), scale.dtype, scale, None)
+    return _scale_shift(normalized, x.shape, axis, scale.dtype, scale, None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,6 +306,19 @@ def _channel_param(value: np.ndarray, name: str, count: int, what: str) -> np.nd
     return value.reshape(count)
 
 
+def _scale_shift_rows(normalized: np.ndarray, dtype: np.dtype, scale_rows: np.ndarray, bias_rows: np.ndarray) -> np.ndarray:
+    """``normalized[r] * scale_rows[r] + bias_rows[r]`` in ``dtype`` (16-bit types: float32, rounded per operation)."""
+    if dtype in _HALF:
+        y = _round_to(normalized, dtype)
+        y = _round_to(y * scale_rows.astype(_F32)[:, None], dtype)
+        y += bias_rows.astype(_F32)[:, None]
+        return y.astype(dtype)
+    y = normalized if normalized.dtype == dtype else normalized.astype(dtype)
+    y *= scale_rows.astype(dtype)[:, None]
+    add_rows(y, bias_rows.astype(dtype))
+    return y
+
+
 def instance_normalization(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, epsilon: float = 1e-5) -> np.ndarray:
     """InstanceNormalization: ``y = scale[c] * (x - mean[n, c]) / sqrt(var[n, c] + epsilon) + B[c]``.
 
@@ -190,12 +330,14 @@ def instance_normalization(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, e
     n, c = x.shape[:2]
     s = _channel_param(scale, "scale", c, "channel")
     b = _channel_param(bias, "B", c, "channel")
-    cdt = _compute_dtype(x.dtype)
-    spatial = int(np.prod(x.shape[2:], dtype=np.int64))
-    x3 = x.astype(cdt, copy=False).reshape(n * c, spatial)
-    normalized, _, _ = standardize_rows(x3, epsilon)
-    normalized = normalized.reshape(n, c, spatial)
-    y = _scale_shift(normalized, x.dtype, s.reshape(1, c, 1), b.reshape(1, c, 1))
+    x2, owned = _rows_view(x, 2, _compute_dtype(x.dtype))
+    if x.dtype in _HALF:
+        normalized, _, _ = standardize_rows(x2, epsilon, owned=owned)
+        return _scale_shift_rows(normalized, x.dtype, np.tile(s, n), np.tile(b, n)).reshape(x.shape)
+    # scale folds into the standardisation pass: (x - mean) * (inv_std * scale), then + B
+    y, _, _ = standardize_rows(x2, epsilon, owned=owned, row_factor=np.tile(s, n))
+    y = y if y.dtype == x.dtype else y.astype(x.dtype)
+    add_rows(y, np.tile(b, n).astype(y.dtype, copy=False))
     return y.reshape(x.shape)
 
 
@@ -222,20 +364,19 @@ def group_normalization(
         raise KernelError(f"num_groups is {num_groups}, expected a positive divisor of the {c} channels.")
     g = num_groups
     stash = stash_type if stash_type is not None else _compute_dtype(x.dtype)
-    cdt = _compute_dtype(stash)
-    spatial = int(np.prod(x.shape[2:], dtype=np.int64))
-    x2 = x.astype(cdt, copy=False).reshape(n * g, (c // g) * spatial)
-    normalized, _, _ = standardize_rows(x2, epsilon)
+    spatial = math.prod(x.shape[2:])
+    x2, owned = _rows_view(x, 2, _compute_dtype(stash))
+    normalized, _, _ = standardize_rows(x2.reshape(n * g, (c // g) * spatial), epsilon, owned=owned)
     normalized = _round_to(normalized, stash)
     if per_group_scale:
-        s = _channel_param(scale, "scale", g, "group").reshape(1, g, 1)
-        b = _channel_param(bias, "bias", g, "group").reshape(1, g, 1)
-        normalized = normalized.reshape(n, g, (c // g) * spatial)
+        s = _channel_param(scale, "scale", g, "group")
+        b = _channel_param(bias, "bias", g, "group")
+        y = _scale_shift_rows(normalized, x.dtype, np.tile(s, n), np.tile(b, n))
     else:
-        s = _channel_param(scale, "scale", c, "channel").reshape(1, c, 1)
-        b = _channel_param(bias, "bias", c, "channel").reshape(1, c, 1)
-        normalized = normalized.reshape(n, c, spatial)
-    return _scale_shift(normalized, x.dtype, s, b).reshape(x.shape)
+        s = _channel_param(scale, "scale", c, "channel")
+        b = _channel_param(bias, "bias", c, "channel")
+        y = _scale_shift_rows(normalized.reshape(n * c, spatial), x.dtype, np.tile(s, n), np.tile(b, n))
+    return y.reshape(x.shape)
 
 
 # --------------------------------------------------------------------------------------------

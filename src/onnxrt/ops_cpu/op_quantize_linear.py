@@ -24,14 +24,18 @@ _F32 = np.dtype(np.float32)
 _OUTPUT_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float16, ml_dtypes.bfloat16))
 
 
-def _division_dtype(scale_dtype: np.dtype, precision: np.dtype | None) -> np.dtype:
+def _division_dtype(scale_dtype: np.dtype, precision: np.dtype | None, scale_precision: bool) -> np.dtype:
     """The precision of ``x / y_scale``: the ``precision`` attribute, else y_scale's type.
 
-    An int32 or float8e8m0 scale (allowed from version 24) has no arithmetic of its own:
-    the division then runs in float32 (onnxruntime computes every quantization in float).
+    Before version 23 the spec does not say; onnxruntime divides in float32 there, and so does
+    onnxrt (``scale_precision=False``). An int32 or float8e8m0 scale (allowed from version 24)
+    has no arithmetic of its own: the division then runs in float32 too.
     """
-    dt = precision if precision is not None else scale_dtype
-    return dt if dt in _OUTPUT_FLOATS or dt == np.float64 else _F32
+    if precision is not None:
+        return precision
+    if not scale_precision:
+        return _F32
+    return scale_dtype if scale_dtype in _OUTPUT_FLOATS else _F32
 
 
 def quantize_linear(
@@ -43,12 +47,13 @@ def quantize_linear(
     saturate: bool = True,
     output_dtype: np.dtype | None = None,
     precision: np.dtype | None = None,
+    scale_precision: bool = True,
 ) -> np.ndarray:
     """``y = saturate(round(x / y_scale) + y_zero_point)`` per tensor, per axis or per block.
 
     The output type is ``output_dtype`` when given, else y_zero_point's type, else uint8.
     The division runs in the precision of ``precision`` (QuantizeLinear-23), else of y_scale's
-    type; rounding is half to even. Integer targets clamp to their range (NaN, left undefined,
+    type (``scale_precision``, versions >= 23; float32 before); rounding is half to even. Integer targets clamp to their range (NaN, left undefined,
     becomes the lowest value as in onnxruntime); float 8 targets follow the Cast tables for
     ``saturate``; float 4/6 targets always clamp.
     """
@@ -71,7 +76,7 @@ def quantize_linear(
     integer = is_quantized_integer(out_dt)
     if not integer and not is_quantized_float(out_dt):
         raise KernelError(f"QuantizeLinear cannot produce element type {out_dt}.")
-    prec = _division_dtype(y_scale.dtype, precision)
+    prec = _division_dtype(y_scale.dtype, precision, scale_precision)
     cdt = compute_dtype(prec)
 
     scale = round_to(expand_param(y_scale, x.shape, axis, block_size, "y_scale").astype(cdt), prec)
@@ -103,9 +108,11 @@ def dequantize_linear(
 ) -> np.ndarray:
     """``y = (x - x_zero_point) * x_scale`` per tensor, per axis or per block.
 
-    The output type, which is also the precision of the product (DequantizeLinear-23), is
-    ``output_dtype`` when given, else x_scale's type. int32 inputs subtract in int64 so that
-    the difference cannot wrap.
+    The output type is ``output_dtype`` when given, else x_scale's type. DequantizeLinear-23
+    says it "determines the precision of the multiplication"; onnxruntime multiplies in float32
+    and rounds once to the output type, which onnxrt follows (it is the more accurate reading:
+    ``x - x_zero_point`` is not rounded to a 16-bit float first). int32 inputs subtract in
+    int64 so that the difference cannot wrap.
     """
     x = np.asarray(x)
     x_scale = np.asarray(x_scale)
@@ -134,8 +141,7 @@ def dequantize_linear(
             zp = expand_param(x_zero_point, x.shape, axis, block_size, "x_zero_point").astype(_F32)
             if zp.ndim or zp:
                 diff = np.subtract(diff, zp, out=None if diff is x else diff)
-    diff = round_to(diff, out_dt)
-    scale = round_to(expand_param(x_scale, x.shape, axis, block_size, "x_scale").astype(_F32), out_dt)
+    scale = expand_param(x_scale, x.shape, axis, block_size, "x_scale").astype(_F32)
     y = np.multiply(diff, scale, out=None if diff is x else diff)
     return y.astype(out_dt, copy=False)
 
@@ -199,6 +205,7 @@ class QuantizeLinear(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         _quant_attributes(self, None)
+        self._scale_precision = (self.since_version or 28) >= 23
         if self._output_dtype is not None and not (
             is_quantized_integer(self._output_dtype) or is_quantized_float(self._output_dtype)
         ):
@@ -218,6 +225,7 @@ class QuantizeLinear(OpRun):
                 saturate=self._saturate,
                 output_dtype=self._output_dtype,
                 precision=self._precision,
+                scale_precision=self._scale_precision,
             ),
         )
 
