@@ -221,13 +221,36 @@ def test_attention_short_mask_is_padded_with_minus_infinity():
     np.testing.assert_allclose(attention(Q, K, V, mask)[0], plain_attention(Q, K, V, full), rtol=1e-12)
 
 
-def test_attention_softmax_precision_rounds_probabilities():
+def test_attention_softmax_precision_computes_the_softmax_in_that_type():
     rng = np.random.default_rng(2)
-    Q, K, V = (rng.standard_normal((1, 1, 3, 4)).astype(np.float32) for _ in range(3))
-    _, _, _, P32 = attention(Q, K, V, qk_matmul_output_mode=3)
+    Q, K, V = (rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    _, _, _, S = attention(Q, K, V, qk_matmul_output_mode=0)
     _, _, _, P16 = attention(Q, K, V, qk_matmul_output_mode=3, softmax_precision=10)
-    assert P16.dtype == np.float32
-    np.testing.assert_array_equal(P16, P32.astype(np.float16).astype(np.float32))
+    assert P16.dtype == np.float32  # the output keeps T1
+    np.testing.assert_array_equal(P16, P16.astype(np.float16).astype(np.float32))  # float16 values
+    x = S.astype(np.float16)  # the softmax written with float16 operations
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(P16, (e / e.sum(axis=-1, keepdims=True)).astype(np.float32), rtol=1e-3)
+    _, _, _, P64 = attention(Q, K, V, qk_matmul_output_mode=3, softmax_precision=11)
+    s64 = S.astype(np.float64)
+    e64 = np.exp(s64 - s64.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(P64, e64 / e64.sum(axis=-1, keepdims=True), rtol=1e-6)
+
+
+def test_attention_float16_rounds_every_step_like_separate_operators():
+    """The function body evaluated with float16 operators: scaled Q and K, QK^T, softmax and PV
+    each rounded to float16. The conformance expectations are computed so."""
+    rng = np.random.default_rng(21)
+    Q, K, V = (rng.standard_normal((2, 3, 4, 8)).astype(np.float16) for _ in range(3))
+    r = np.float16(math.sqrt(1 / math.sqrt(8)))
+    s = np.matmul((Q * r).astype(np.float32), np.swapaxes(K * r, -1, -2).astype(np.float32)).astype(np.float16)
+    s = s + np.where(np.tril(np.ones((4, 4), bool)), 0, -np.inf).astype(np.float16)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    ref = np.matmul(p.astype(np.float32), V.astype(np.float32)).astype(np.float16)
+    Y, *_ = attention(Q, K, V, is_causal=1)
+    assert Y.dtype == np.float16
+    np.testing.assert_array_equal(Y, ref)
 
 
 def test_attention_does_not_modify_inputs():

@@ -12,6 +12,8 @@ from ..registry import register
 from ._nn_math import compute_dtype
 from ._op import OpRun
 
+_LOW_PRECISION = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+
 #: softmax_precision (a TensorProto element type) -> the dtype the probabilities are rounded to
 _SOFTMAX_PRECISION = {
     1: np.dtype(np.float32),
@@ -135,22 +137,39 @@ def attention(
     if scale is None:
         scale = 1.0 / math.sqrt(head)
 
+    # The function body produces a T1 tensor at every step (scaled Q and K, QK^T, softcap,
+    # bias, softmax, PV). For float16 and bfloat16, onnxrt computes each step in float32 and
+    # rounds its result to T1, as separate operators would: the conformance expectations are
+    # computed that way and sit up to 1e-3 (relative) away from the exactly rounded result.
+    low = out_dtype if out_dtype in _LOW_PRECISION else None
+
+    def rounded(a: np.ndarray) -> np.ndarray:
+        if low is not None:
+            a[...] = a.astype(low)
+        return a
+
     # scores: (batch, hkv, group * sq, total) from one product per key/value head
-    Qc = np.multiply(Q, dt.type(scale), dtype=dt)
-    Kc = K.astype(dt, copy=False)
+    if low is None:
+        Qc = np.multiply(Q, dt.type(scale), dtype=dt)
+        Kc = K.astype(dt, copy=False)
+    else:
+        # Q and K are each scaled by sqrt(scale) (rounded to T1), which keeps float16 products in range
+        root = dt.type(low.type(math.sqrt(scale)))
+        Qc = rounded(np.multiply(Q, root, dtype=dt))
+        Kc = rounded(np.multiply(K, root, dtype=dt))
     scores = np.matmul(Qc.reshape(batch, hkv, group * sq, head), Kc.transpose(0, 1, 3, 2))
-    scores = scores.reshape(batch, hq, sq, total)
+    scores = rounded(scores.reshape(batch, hq, sq, total))
     qk = scores.copy() if want_qk and qk_matmul_output_mode == 0 else None
     if softcap and softcap > 0:
         # softcap * tanh(scores / softcap), before any mask
-        scores *= dt.type(1.0 / softcap)
-        np.tanh(scores, out=scores)
-        scores *= dt.type(softcap)
+        rounded(np.divide(scores, dt.type(softcap), out=scores))
+        rounded(np.tanh(scores, out=scores))
+        rounded(np.multiply(scores, dt.type(softcap), out=scores))
     if want_qk and qk_matmul_output_mode == 1:
         qk = scores.copy()
 
     # -- bias -------------------------------------------------------------------------
-    bias = None if attn_mask is None else _mask_bias(np.asarray(attn_mask), total, dt)
+    bias = None if attn_mask is None else rounded(_mask_bias(np.asarray(attn_mask), total, dt))
     allowed = None
     if is_causal or left_window_size >= 0 or right_window_size >= 0 or nonpad_kv_seqlen is not None:
         if nonpad_kv_seqlen is not None:
@@ -180,35 +199,45 @@ def attention(
         structural = np.where(allowed, dt.type(0), dt.type(-np.inf))
         bias = structural if bias is None else bias + structural
     if bias is not None:
-        scores += bias
+        rounded(np.add(scores, bias, out=scores))
     if want_qk and qk_matmul_output_mode == 2:
         qk = scores.copy()
 
-    # -- softmax, in place ------------------------------------------------------------
+    # -- softmax ----------------------------------------------------------------------
+    # It runs in softmax_precision, by default in T1. A precision narrower than float32
+    # rounds after each elementary step (shift, exp, sum, divide), as numpy's float16 and
+    # bfloat16 operations do; the conformance expectations of float16 are computed so.
+    precision = _SOFTMAX_PRECISION[softmax_precision] if softmax_precision is not None else out_dtype
+    wdt = np.dtype(np.float64) if precision == np.float64 else np.dtype(np.float32)
+    narrow = precision in _LOW_PRECISION
+
+    def step(a: np.ndarray) -> np.ndarray:
+        if narrow:
+            a[...] = a.astype(precision)
+        return a
+
+    work = step(scores if scores.dtype == wdt else scores.astype(wdt))  # the scores cast to the precision
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.max(scores, axis=-1, keepdims=True)
+        m = np.max(work, axis=-1, keepdims=True)
         # a row of -inf has max -inf: shift it by 0 so that exp gives 0 instead of nan
-        np.copyto(m, dt.type(0), where=np.isneginf(m))
-        scores -= m
-        np.exp(scores, out=scores)
-        denom = np.sum(scores, axis=-1, keepdims=True)
+        np.copyto(m, wdt.type(0), where=np.isneginf(m))
+        step(np.subtract(work, m, out=work))
+        step(np.exp(work, out=work))
+        denom = step(np.sum(work, axis=-1, keepdims=True))
     dead = None
     if bias is not None:
         # fully masked query rows (every key's bias is -inf) give zero rows, not nan
         dead = np.all(np.isneginf(bias), axis=-1, keepdims=True)
         if not dead.any():
             dead = None
-    # Normalising the probabilities costs a pass over (q_seq, total); when they are not
-    # an output and need no rounding, Y = (exp @ V) / sum divides the smaller result instead.
-    deferred = softmax_precision is None and not (want_qk and qk_matmul_output_mode == 3)
-    probs = scores
+    # Normalising the probabilities costs a pass over (q_seq, total); when they are not an
+    # output and need no rounding, Y = (exp @ V) / sum divides the smaller result instead.
+    deferred = wdt == dt and not narrow and low is None and not (want_qk and qk_matmul_output_mode == 3)
+    probs = work
     if not deferred:
         with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 on fully masked rows, zeroed below
-            probs /= denom
-        if softmax_precision is not None:
-            precision = _SOFTMAX_PRECISION[softmax_precision]
-            if precision != probs.dtype:
-                probs = probs.astype(precision).astype(dt)
+            step(np.divide(work, denom, out=work))
+        probs = rounded(work if wdt == dt else work.astype(dt))  # back to T1
         if dead is not None:
             probs = np.where(dead, dt.type(0), probs)
         if want_qk and qk_matmul_output_mode == 3:
