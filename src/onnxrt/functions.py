@@ -90,16 +90,33 @@ def _rewrite_graph(
     mapping: dict[str, str],
     call_atts: dict[str, AttributeProto],
     defaults: dict[str, AttributeProto],
+    prefix: str = "",
 ) -> onnx.GraphProto:
-    """Copy of a subgraph of a function body: references to outer names follow ``mapping``
-    and attribute references (``ref_attr_name``) take the call's values, at any depth."""
+    """Copy of a subgraph of a function body: references to outer names follow ``mapping``,
+    attribute references (``ref_attr_name``) take the call's values, and, with ``prefix``, the
+    names the subgraph defines get the call's prefix too, at any depth, so that nothing inlined
+    shadows a name of the calling graph (subgraph inputs and outputs bind by position)."""
     g = onnx.GraphProto()
     g.CopyFrom(graph)
-    outer = {k: v for k, v in mapping.items() if k not in _local_names(g)}
+    local = _local_names(g)
+    names = {k: v for k, v in mapping.items() if k not in local}
+    if prefix:
+        names.update({n: prefix + n for n in local if n})
+
+    def ren(name: str) -> str:
+        return names.get(name, name) if name else name
+
+    for value in itertools.chain(g.input, g.output, g.value_info):
+        value.name = ren(value.name)
+    for init in g.initializer:
+        init.name = ren(init.name)
+    for sp in g.sparse_initializer:
+        sp.values.name = ren(sp.values.name)
     for node in g.node:
         for i, name in enumerate(node.input):
-            if name in outer:
-                node.input[i] = outer[name]
+            node.input[i] = ren(name)
+        for i, name in enumerate(node.output):
+            node.output[i] = ren(name)
         atts = []
         for att in node.attribute:
             new = _resolved(att, call_atts, defaults)
@@ -109,16 +126,13 @@ def _rewrite_graph(
                 new = AttributeProto()
                 new.CopyFrom(att)
             if new.type == AttributeProto.GRAPH:
-                new.g.CopyFrom(_rewrite_graph(new.g, outer, call_atts, defaults))
+                new.g.CopyFrom(_rewrite_graph(new.g, names, call_atts, defaults, prefix))
             elif new.type == AttributeProto.GRAPHS:
                 for sub in new.graphs:
-                    sub.CopyFrom(_rewrite_graph(sub, outer, call_atts, defaults))
+                    sub.CopyFrom(_rewrite_graph(sub, names, call_atts, defaults, prefix))
             atts.append(new)
         del node.attribute[:]
         node.attribute.extend(atts)
-    for out in g.output:
-        if out.name in outer:
-            out.name = outer[out.name]
     return g
 
 
@@ -139,7 +153,7 @@ def inline_call(
 
     Formal inputs the call omits become ``""`` (absent optional inputs); formal outputs the
     call does not name keep a private name, so body nodes can still read them. Every other
-    name of the body gets a prefix unique to the call. Attribute references resolve to the
+    name of the body, those defined inside its subgraphs too, gets a prefix unique to the call. Attribute references resolve to the
     call's attribute, else the function's default (``attribute_proto``), else stay unset so
     that the operator's own default applies; this holds inside subgraphs too.
     """
@@ -188,10 +202,10 @@ def inline_call(
                 a = AttributeProto()
                 a.CopyFrom(res)
                 if a.type == AttributeProto.GRAPH:
-                    a.g.CopyFrom(_rewrite_graph(res.g, mapping, call_atts, defaults))
+                    a.g.CopyFrom(_rewrite_graph(res.g, mapping, call_atts, defaults, prefix))
                 else:
                     for sub in a.graphs:
-                        sub.CopyFrom(_rewrite_graph(sub, mapping, call_atts, defaults))
+                        sub.CopyFrom(_rewrite_graph(sub, mapping, call_atts, defaults, prefix))
                 res = a
             new.attribute.append(res)
         new.name = prefix + (bn.name or bn.op_type)
@@ -360,6 +374,19 @@ def schema_body(
     fn_proto = FunctionProto()
     fn_proto.CopyFrom(fn)
     fn_proto.name = node.op_type
+    # a reference to an attribute the node omits takes the schema's default (LeakyRelu's @alpha)
+    given = {a.name for a in fn_proto.attribute_proto}
+    for name, att in schema.attributes.items():
+        default = att.default_value
+        if name not in given and default is not None and default.type != AttributeProto.UNDEFINED:
+            proto = AttributeProto()
+            proto.CopyFrom(default)
+            proto.name = name
+            fn_proto.attribute_proto.append(proto)
+            if name in fn_proto.attribute:
+                fn_proto.attribute.remove(name)
+        elif name not in given and name not in fn_proto.attribute:
+            fn_proto.attribute.append(name)  # every schema attribute may be given to the call
     return fn_proto, function_opsets(fn_proto, gn.opsets)
 
 

@@ -97,7 +97,10 @@ class Loop(OpRun):
             carried = outs[1:end]
             for k in range(n_scan):
                 scans[k].append(outs[end + k])
-            keep_going = condition(cond_value, "the condition returned by the body")
+            # a one-element array converts directly; anything else goes through the checks
+            keep_going = bool(cond_value) if getattr(cond_value, "size", 0) == 1 else condition(
+                cond_value, "the condition returned by the body"
+            )
             i += 1
         results = []
         for k in range(n_scan):

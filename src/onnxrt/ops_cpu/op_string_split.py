@@ -17,7 +17,7 @@ def string_split(x: np.ndarray, delimiter: str | None = None, maxsplit: int | No
     ``delimiter`` unset or ``""``: runs of whitespace separate, leading and trailing whitespace
     is dropped (an empty or blank string gives no substring). Otherwise every delimiter
     separates, so consecutive ones delimit empty strings. ``maxsplit`` limits the splits, left
-    to right, the rest of the string being the last substring. ``substrings`` has shape
+    to right, the rest of the string being the last substring. An empty string gives none. ``substrings`` has shape
     ``x.shape + [max count]``, padded with ``""``; ``counts`` (int64) has the shape of ``x``.
     Python's ``str.split`` has exactly these semantics; numpy applies it element-wise.
     """
@@ -28,7 +28,9 @@ def string_split(x: np.ndarray, delimiter: str | None = None, maxsplit: int | No
     n = flat.size
     if n == 0:
         return np.empty(x.shape + (0,), dtype=object), np.zeros(x.shape, dtype=np.int64)
-    pieces = np.frompyfunc(lambda s: s.split(sep, limit), 1, 1)(flat)
+    # an empty string has no substring, whatever the delimiter (onnxruntime; the spec is silent
+    # and str.split would give [""] for an explicit delimiter)
+    pieces = np.frompyfunc(lambda s: s.split(sep, limit) if s else [], 1, 1)(flat)
     counts = np.fromiter(map(len, pieces), dtype=np.int64, count=n)
     width = int(counts.max())
     out = np.full((n, width), "", dtype=object)
