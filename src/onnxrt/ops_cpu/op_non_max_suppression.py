@@ -1,0 +1,245 @@
+"""NonMaxSuppression (10, 11): greedy IoU suppression over every batch and class at once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ..registry import register
+from ._dsp import scalar_float, scalar_int
+from ._op import OpRun
+
+#: candidate pairs examined per chunk of the sweep (bounds the temporaries)
+_PAIR_CHUNK = 1 << 22
+#: fixed-point rounds of the greedy resolution before the sequential fallback
+_MAX_ROUNDS = 48
+#: greedy steps continue while each kept box removes at least this many boxes (itself included)
+_DENSE_REMOVAL = 4
+
+
+def _corners(boxes: np.ndarray, center_point_box: int) -> tuple[np.ndarray, ...]:
+    """(ymin, xmin, ymax, xmax) float32 of boxes given as [y1, x1, y2, x2] (any two
+    opposite corners) or, with center_point_box=1, as [x_center, y_center, width, height]."""
+    b = boxes.astype(np.float32, copy=False)
+    if center_point_box:
+        xc, yc, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+        half_w, half_h = w / np.float32(2), h / np.float32(2)
+        return yc - half_h, xc - half_w, yc + half_h, xc + half_w
+    y1, x1, y2, x2 = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.minimum(y1, y2), np.minimum(x1, x2), np.maximum(y1, y2), np.maximum(x1, x2)
+
+
+def _suppresses(a: np.ndarray, b: np.ndarray, iou_threshold: float) -> np.ndarray:
+    """Whether boxes ``a`` and ``b`` (float32 columns of rows ymin, xmin, ymax, xmax, area)
+    overlap by an IoU strictly above the threshold, computed in float32 as onnxruntime.
+    Boxes without intersection never suppress (nor, then, boxes without area)."""
+    ih = np.minimum(a[2], b[2])
+    ih -= np.maximum(a[0], b[0])
+    iw = np.minimum(a[3], b[3])
+    iw -= np.maximum(a[1], b[1])
+    ok = ih > 0
+    ok &= iw > 0
+    inter = ih
+    inter *= iw
+    union = a[4] + b[4]
+    union -= inter
+    union[~ok] = 1
+    inter /= union
+    ok &= inter > np.float32(iou_threshold)
+    return ok
+
+
+def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (u, v), u < v, between candidates (ranks: columns of ``geo``) of the same group
+    whose IoU exceeds the threshold.
+
+    A sweep finds the pairs worth testing: sorted by (group, xmin), each box pairs with the
+    followers that start before ``xmax - t * width`` (IoU > t needs an x overlap above t
+    times the wider box: inter > t * union >= t * max(area) >= t * max(width) * height of
+    the overlap). The pairs are tested in chunks, without a loop over boxes.
+    """
+    n = geo.shape[1]
+    x0 = geo[1].astype(np.float64)
+    x1 = geo[3].astype(np.float64)
+    lo = float(x0.min())
+    span = float(x1.max()) - lo + 1.0
+    # a little slack on t: the float32 IoU may round above a threshold it does not reach
+    reach = x1 - iou_threshold * (1.0 - 1e-3) * (x1 - x0)
+    # float64 keys keep groups apart without touching the float32 coordinates
+    offset = group.astype(np.float64) * (2 * span + 1.0) - lo
+    start_key = x0 + offset
+    order = np.argsort(start_key, kind="stable")
+    stop = np.searchsorted(start_key[order], (reach + offset)[order], side="left")
+    first = np.arange(1, n + 1)
+    counts = np.maximum(stop - first, 0)
+    bounds = np.cumsum(counts)
+    by_x = np.take(geo, order, axis=1)  # columns in sweep order
+    us, vs = [], []
+    begin = 0
+    while begin < n:  # chunks of boxes whose pairs fit in the budget
+        before = int(bounds[begin - 1]) if begin else 0
+        end = max(int(np.searchsorted(bounds, before + _PAIR_CHUNK, side="right")), begin + 1)
+        cnt = counts[begin:end]
+        total = int(bounds[end - 1]) - before
+        if total:
+            owner = np.repeat(np.arange(begin, end), cnt)
+            follower = np.arange(total) + np.repeat(first[begin:end] - (np.cumsum(cnt) - cnt), cnt)
+            hit = _suppresses(np.repeat(by_x[:, begin:end], cnt, axis=1), np.take(by_x, follower, axis=1), iou_threshold)
+            a, b = order[owner[hit]], order[follower[hit]]
+            us.append(np.minimum(a, b))
+            vs.append(np.maximum(a, b))
+        begin = end
+    if not us:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    return np.concatenate(us), np.concatenate(vs)
+
+
+def _greedy(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Keep mask of the greedy pass over ranks 0..n-1 where rank u suppresses rank v > u.
+
+    ``keep[v]`` is true when no kept ``u`` suppresses it. The fixed point of
+    ``keep = not any(keep[u] for edges u -> v)`` is that greedy answer, reached in as many
+    rounds as the longest suppression chain; long chains fall back to a loop over the
+    kept boxes.
+    """
+    keep = np.ones(n, dtype=bool)
+    if u.size == 0:
+        return keep
+    for _ in range(_MAX_ROUNDS):
+        hit = np.zeros(n, dtype=bool)
+        hit[v[keep[u]]] = True
+        new = ~hit
+        if np.array_equal(new, keep):
+            return keep
+        keep = new
+    order = np.argsort(u, kind="stable")  # CSR of the edges by suppressor
+    u_sorted, v_sorted = u[order], v[order]
+    starts = np.searchsorted(u_sorted, np.arange(n + 1))
+    alive = np.ones(n, dtype=bool)
+    i = 0
+    while i < n:  # one step per kept box
+        alive[v_sorted[starts[i] : starts[i + 1]]] = False
+        nxt = np.flatnonzero(alive[i + 1 :])
+        if nxt.size == 0:
+            break
+        i = i + 1 + int(nxt[0])
+    return alive
+
+
+def non_max_suppression(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    max_output_boxes_per_class: int = 0,
+    iou_threshold: float = 0.0,
+    score_threshold: float | None = None,
+    center_point_box: int = 0,
+) -> np.ndarray:
+    """Selected ``[batch, class, box]`` triplets (int64, shape [K, 3]).
+
+    Per batch and class, boxes scoring strictly above ``score_threshold`` are visited by
+    decreasing score (ties: lower index first); a box is kept unless a kept box overlaps it
+    with IoU strictly greater than ``iou_threshold``; at most ``max_output_boxes_per_class``
+    are kept. Output rows are ordered by batch, class, then score. Every batch and class
+    are processed together: first greedy steps vectorized over the groups while they
+    remove many boxes (dense clusters), then, for the sparse rest, candidate pairs from
+    one sweep over x extents, their IoU in one vectorized pass, and the greedy order from
+    a fixed-point resolution.
+    """
+    boxes = np.asarray(boxes)
+    scores = np.asarray(scores)
+    if boxes.ndim != 3 or boxes.shape[2] != 4:
+        raise KernelError(f"boxes must have shape [num_batches, spatial_dimension, 4], got {list(boxes.shape)}.")
+    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        raise KernelError(
+            f"scores must have shape [{boxes.shape[0]}, num_classes, {boxes.shape[1]}] for boxes of shape "
+            f"{list(boxes.shape)}, got {list(scores.shape)}."
+        )
+    if not 0.0 <= iou_threshold <= 1.0:
+        raise KernelError(f"iou_threshold must lie in [0, 1], got {iou_threshold}.")
+    n_batch, n_class, n_box = scores.shape
+    empty = np.zeros((0, 3), dtype=np.int64)
+    if max_output_boxes_per_class <= 0 or scores.size == 0:
+        return empty
+
+    ymin, xmin, ymax, xmax = (c.reshape(-1) for c in _corners(boxes, center_point_box))
+    flat_scores = scores.astype(np.float32, copy=False).reshape(-1)
+    cand = np.arange(flat_scores.size) if score_threshold is None else np.flatnonzero(flat_scores > np.float32(score_threshold))
+    if cand.size == 0:
+        return empty
+    group = cand // n_box  # batch * n_class + class
+    box = cand % n_box
+    # rank: by group, then decreasing score, then box index (lexsort: last key first)
+    order = np.lexsort((box, -flat_scores[cand], group))
+    group, box = group[order], box[order]
+    ref = (group // n_class) * n_box + box  # row of each candidate in the flattened boxes
+    # rows ymin, xmin, ymax, xmax, area; one column per candidate, in rank order
+    geo = np.empty((5, ref.size), dtype=np.float32)
+    for k, c in enumerate((ymin, xmin, ymax, xmax)):
+        geo[k] = c[ref]
+    geo[4] = (geo[2] - geo[0]) * (geo[3] - geo[1])
+
+    # phase 1: greedy steps for every group at once (each group's best alive box is kept
+    # and removes what it overlaps) while they remove many boxes: dense clusters shrink
+    # fast without examining their pairs
+    alive = np.arange(group.size)
+    chosen = []
+    count = np.zeros(n_batch * n_class, dtype=np.int64)
+    while alive.size:
+        g = group[alive]
+        head = np.r_[True, g[1:] != g[:-1]]
+        tops = alive[head]
+        chosen.append(tops)
+        count[group[tops]] += 1
+        top_of = tops[np.cumsum(head) - 1]
+        remove = _suppresses(np.take(geo, top_of, axis=1), np.take(geo, alive, axis=1), iou_threshold)
+        remove |= head
+        remove |= count[g] >= max_output_boxes_per_class
+        alive = alive[~remove]
+        if remove.sum() < _DENSE_REMOVAL * tops.size:
+            break  # sparse now: the pair sweep is cheaper than more steps
+
+    # phase 2: the rest, through the pairs the sweep finds. A greedy pass over a prefix
+    # of ranks is exact for that prefix, so the groups are resolved on their best
+    # candidates first, and only those that keep too few see a longer prefix
+    limit = max(64, 2 * max_output_boxes_per_class)
+    while alive.size:
+        g = group[alive]
+        head = np.r_[True, g[1:] != g[:-1]]
+        starts = np.flatnonzero(head)
+        position = np.arange(g.size) - np.repeat(starts, np.diff(np.r_[starts, g.size]))
+        part = alive[position < limit]
+        u, v = _suppression_edges(group[part], np.take(geo, part, axis=1), iou_threshold)
+        found = part[_greedy(part.size, u, v)]
+        total = count + np.bincount(group[found], minlength=count.size)
+        # a group is done when it keeps enough boxes or its whole rest fitted in the prefix
+        sizes = np.bincount(g, minlength=count.size)
+        done = (total >= max_output_boxes_per_class) | (sizes <= limit)
+        chosen.append(found[done[group[found]]])
+        alive = alive[~done[g]]
+        limit *= 4
+    kept = np.sort(np.concatenate(chosen))
+
+    # the first max_output_boxes_per_class kept boxes of each group
+    g = group[kept]
+    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    position = np.arange(g.size) - np.repeat(run_start, np.diff(np.r_[run_start, g.size]))
+    kept = kept[position < max_output_boxes_per_class]
+    out = np.empty((kept.size, 3), dtype=np.int64)
+    out[:, 0] = group[kept] // n_class
+    out[:, 1] = group[kept] % n_class
+    out[:, 2] = box[kept]
+    return out
+
+
+@register("NonMaxSuppression", versions=(10, 11))
+class NonMaxSuppression(OpRun):
+    """NonMaxSuppression 10, 11 (11 states that an IoU equal to the threshold is kept,
+    which version 10 implementations did too). See :func:`non_max_suppression`."""
+
+    def _run(self, boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None,
+             attributes=None, verbose=0, fLOG=None):
+        max_out = 0 if max_output_boxes_per_class is None or np.size(max_output_boxes_per_class) == 0 else scalar_int(
+            max_output_boxes_per_class, "max_output_boxes_per_class")
+        iou = 0.0 if iou_threshold is None or np.size(iou_threshold) == 0 else scalar_float(iou_threshold, "iou_threshold")
+        score = None if score_threshold is None or np.size(score_threshold) == 0 else scalar_float(score_threshold, "score_threshold")
+        return (non_max_suppression(boxes, scores, max_out, iou, score, self.center_point_box),)
