@@ -513,7 +513,7 @@ def exact_qlinear_matmul(a, sa, za, b, sb, zb, sy, zy, lo, hi):
 
 
 @pytest.mark.parametrize("ta,tb,ty", [(np.uint8, np.uint8, np.uint8), (np.int8, np.int8, np.int8), (np.uint8, np.int8, np.uint8), (np.int8, np.uint8, np.int8)])
-@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 5, 7), (7, 4)), ((2, 3, 4), (2, 4, 6)), ((4, 300), (300, 2))])
+@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 5, 7), (7, 4)), ((2, 3, 4), (2, 4, 6)), ((4, 300), (300, 2)), ((2, 3, 700), (700,)), ((600,), (600, 3))])
 def test_qlinear_matmul_exact(ta, tb, ty, shapes):
     rng = np.random.default_rng(8)
     ia, ib, iy = np.iinfo(ta), np.iinfo(tb), np.iinfo(ty)

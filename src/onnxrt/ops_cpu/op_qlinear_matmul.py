@@ -12,6 +12,10 @@ from ._quant import is_quantized_integer, saturate_cast
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
+#: |a - a_zero_point| and |b - b_zero_point| are at most 255 for 8-bit types: a float32 sum of
+#: this many products stays below 2**24, where every integer is exact
+_EXACT_K = 2**24 // (255 * 255)
+
 
 def _param(value: np.ndarray, name: str, axis_len: int, per: str) -> np.ndarray:
     """A scale or zero point as float32, shaped to broadcast against its matrix.
@@ -45,8 +49,9 @@ def qlinear_matmul(
 ) -> np.ndarray:
     """``y = saturate(round((a - a_zp) @ (b - b_zp) * a_scale * b_scale / y_scale) + y_zp)``.
 
-    Products follow numpy.matmul broadcasting. Integer inputs accumulate exactly (float32 BLAS
-    while the sum cannot exceed 2**24, float64 beyond), never wrapping. As in onnxruntime, the
+    Products follow numpy.matmul broadcasting. Integer inputs accumulate exactly, never
+    wrapping: float32 BLAS products over blocks of K short enough for the sums to stay below
+    2**24, the blocks added in float64. As in onnxruntime, the
     requantization runs in float32: the accumulator times the multiplier
     ``a_scale * b_scale / y_scale``, rounded half to even. Float 8 inputs and outputs (version
     21) compute in float32 and convert with saturation.
@@ -69,16 +74,23 @@ def qlinear_matmul(
     zy = _param(y_zero_point, "y_zero_point", n, "col")
 
     integer_in = is_quantized_integer(a.dtype) and is_quantized_integer(b.dtype)
-    # |a - za| <= 255 and |b - zb| <= 255 for 8-bit types: K products stay exact in float32 below 2**24
-    acc_dt = _F32 if (not integer_in or k * 255 * 255 < 2**24) else _F64
-    da = a.astype(acc_dt)
+    da = a.astype(_F32)
     if za.ndim or za:
         da -= za
-    db = b.astype(acc_dt)
+    db = b.astype(_F32)
     if zb.ndim or zb:
         db -= zb
-    acc = np.matmul(da, db)
-    if acc.dtype != _F32:
+    if not integer_in or k <= _EXACT_K:
+        acc = np.matmul(da, db)
+    else:
+        # float32 BLAS is exact on blocks of _EXACT_K products; the block sums add up in float64
+        def block(k0: int) -> np.ndarray:
+            rows = slice(k0, k0 + _EXACT_K)
+            return np.matmul(da[..., rows], db[..., rows, :] if db.ndim >= 2 else db[rows])
+
+        acc = block(0).astype(_F64)
+        for k0 in range(_EXACT_K, k, _EXACT_K):
+            acc += block(k0)
         acc = acc.astype(_F32)
     multiplier = (sa * sb) / sy
     in_place = np.broadcast_shapes(acc.shape, np.shape(multiplier)) == acc.shape
