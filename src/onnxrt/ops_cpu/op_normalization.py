@@ -167,6 +167,8 @@ def _as_columns(p: np.ndarray | None, x_shape: tuple[int, ...], axis: int) -> np
         return None
     tail = tuple(x_shape[axis:])
     shape = tuple(p.shape)
+    if shape == tail:
+        return p.reshape(-1)
     lead = len(shape) - len(tail)
     if lead > 0:
         if any(d != 1 for d in shape[:lead]):
@@ -214,8 +216,11 @@ def _check_broadcast(value: np.ndarray | None, name: str, shape: tuple[int, ...]
     """Unidirectional broadcasting: ``value`` must broadcast to ``shape`` without changing it."""
     if value is None:
         return
+    vshape = np.shape(value)
+    if vshape == tuple(shape[len(shape) - len(vshape) :]):
+        return  # the usual case: the trailing dimensions of X
     try:
-        ok = np.broadcast_shapes(np.shape(value), shape) == tuple(shape)
+        ok = np.broadcast_shapes(vshape, shape) == tuple(shape)
     except ValueError:
         ok = False
     if not ok:
