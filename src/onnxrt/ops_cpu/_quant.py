@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 
 from ..dtypes import np_dtype
-from ..errors import KernelError
+from ..errors import InvalidAttributeError, KernelError
 
 #: integer quantized types -> (lowest, highest) representable value
 INT_RANGES: dict[np.dtype, tuple[int, int]] = {
@@ -123,12 +123,9 @@ def dtype_of(elem_type: int, what: str) -> np.dtype:
     try:
         return np_dtype(elem_type)
     except KeyError:
-        raise KernelError(f"Attribute {what!r} holds {elem_type}, which is not an ONNX element type.") from None
-
-
-def to_compute(values: np.ndarray, dtype: np.dtype = _F32) -> np.ndarray:
-    """Values of any numeric or ml_dtypes type as a float32 (or float64) array, copying only when needed."""
-    return values.astype(dtype, copy=False)
+        raise InvalidAttributeError(
+            f"Attribute {what!r} holds {elem_type}, which is not an ONNX element type."
+        ) from None
 
 
 def expand_param(

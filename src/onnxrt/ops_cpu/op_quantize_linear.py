@@ -53,9 +53,10 @@ def quantize_linear(
 
     The output type is ``output_dtype`` when given, else y_zero_point's type, else uint8.
     The division runs in the precision of ``precision`` (QuantizeLinear-23), else of y_scale's
-    type (``scale_precision``, versions >= 23; float32 before); rounding is half to even. Integer targets clamp to their range (NaN, left undefined,
-    becomes the lowest value as in onnxruntime); float 8 targets follow the Cast tables for
-    ``saturate``; float 4/6 targets always clamp.
+    type (``scale_precision``, versions >= 23; float32 before); rounding is half to even and
+    happens before the zero point is added. Integer targets clamp to their range (NaN, left
+    undefined, becomes the lowest value as in onnxruntime); float 8 targets follow the Cast
+    tables for ``saturate``; float 4/6 targets always clamp.
     """
     x = np.asarray(x)
     y_scale = np.asarray(y_scale)
@@ -140,10 +141,9 @@ def dequantize_linear(
         if x_zero_point is not None:
             zp = expand_param(x_zero_point, x.shape, axis, block_size, "x_zero_point").astype(_F32)
             if zp.ndim or zp:
-                diff = np.subtract(diff, zp, out=None if diff is x else diff)
-    scale = expand_param(x_scale, x.shape, axis, block_size, "x_scale").astype(_F32)
-    y = np.multiply(diff, scale, out=None if diff is x else diff)
-    return y.astype(out_dt, copy=False)
+                diff -= zp
+    diff *= expand_param(x_scale, x.shape, axis, block_size, "x_scale").astype(_F32)
+    return diff.astype(out_dt, copy=False)
 
 
 def dynamic_quantize_linear(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,11 +175,13 @@ def dynamic_quantize_linear(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 def _quant_attributes(op: OpRun, allowed: frozenset[np.dtype] | None) -> None:
     """Read axis/block_size/saturate/output_dtype/precision once, with defaults for versions lacking them."""
-    op._axis = int(getattr(op, "axis", 1) if getattr(op, "axis", None) is not None else 1)
-    op._block_size = int(getattr(op, "block_size", 0) or 0)
+    axis = getattr(op, "axis", None)
+    op._axis = 1 if axis is None else int(axis)
+    op._block_size = int(getattr(op, "block_size", None) or 0)
     if op._block_size < 0:
         raise InvalidAttributeError(f"{op._node_label()}: attribute 'block_size' is {op._block_size}, expected >= 0.")
-    op._saturate = bool(getattr(op, "saturate", 1) if getattr(op, "saturate", None) is not None else 1)
+    saturate = getattr(op, "saturate", None)
+    op._saturate = True if saturate is None else bool(saturate)
     out = getattr(op, "output_dtype", 0) or 0
     op._output_dtype = dtype_of(out, "output_dtype") if out else None
     if op._output_dtype is not None and allowed is not None and op._output_dtype not in allowed:
