@@ -76,7 +76,8 @@ def attention(
     left_window_size: int = -1,
     right_window_size: int = -1,
     want_qk: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    want_present: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``softmax(scale Q K^T (softcapped) + bias) V``; returns ``(Y, present_key, present_value, qk_matmul_output)``.
 
     Q, K, V are 4-D (batch, heads, seq, head_size) or 3-D (batch, seq, heads * head_size)
@@ -87,8 +88,10 @@ def attention(
     bottom-right causal bound ``j <= i + offset`` (offset = past length, or
     ``nonpad_kv_seqlen - q_seq`` per batch, else 0), the window bounds of opset 25 and the
     padding of ``nonpad_kv_seqlen``. A query row with every key disallowed gives a zero row
-    in ``Y`` and in the mode-3 ``qk_matmul_output``. float16 and bfloat16 compute in float32;
-    ``softmax_precision`` rounds the probabilities to that type.
+    in ``Y`` and in the mode-3 ``qk_matmul_output``. float16 and bfloat16 compute each step
+    of the function body in float32 and round its result to the input type; the softmax runs
+    in ``softmax_precision`` (default: the input type). ``want_qk``/``want_present`` false
+    return None for the optional outputs (the node does not name them).
     """
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
     if Q.ndim not in (3, 4) or K.ndim != Q.ndim or V.ndim != Q.ndim:
@@ -255,6 +258,10 @@ def attention(
     Y = Y.astype(out_dtype, copy=False)
     if qk is not None:
         qk = qk.astype(out_dtype, copy=False)
+    if not want_present:
+        return Y, None, None, qk
+    if past_key is None:  # K and V are (views of) the inputs: present copies, never the caller's arrays
+        K, V = np.array(K, order="C"), np.array(V, order="C")
     return Y, K, V, qk
 
 
@@ -294,8 +301,9 @@ class Attention(OpRun):
             "softmax_precision": self.softmax_precision,
             "left_window_size": left,
             "right_window_size": right,
-            # the qk output costs a copy of the scores: only when the node names it
+            # the optional outputs cost copies: only when the node names them
             "want_qk": len(outs) > 3 and bool(outs[3]),
+            "want_present": len(outs) > 1 and any(outs[1:3]),
         }
 
     def _run(self, Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None,
