@@ -4,7 +4,9 @@ Usage: python benchmarks/bench_elementwise.py [--repeat 25] [--ort-threads N] [-
 Prints a markdown table of median times (runtimes run alternately in one process) and the
 ratio onnxrt/onnxruntime (lower is better; the target is <= 1.3). Operators onnxrt does not
 register yet are skipped with a note. ``--ort-threads 1`` compares against a single-threaded
-onnxruntime (numpy kernels run on one core).
+onnxruntime (numpy kernels run on one core). onnxruntime's worker threads spin-wait after
+each run by default, which steals the CPU from the runtime timed next on a small machine:
+the benchmark turns spinning off (``--ort-spin`` keeps it).
 """
 
 from __future__ import annotations
@@ -84,12 +86,17 @@ def _check_close(runners, feeds, atol: float) -> None:
             np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-3, atol=atol, err_msg=name)
 
 
-def _ort_single_thread(runners, model, threads: int) -> None:
+def _ort_session(runners, model, threads: int, spin: bool) -> None:
+    """Replace the onnxruntime runner: ``threads`` intra-op threads (0: its default), spinning or not."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    if not spin:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     runners["onnxruntime"] = lambda feeds: sess.run(None, feeds)
 
@@ -98,6 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=25)
     parser.add_argument("--ort-threads", type=int, default=0, help="onnxruntime intra-op threads (0: its default)")
+    parser.add_argument("--ort-spin", action="store_true", help="leave onnxruntime's thread spinning on")
     parser.add_argument("--reference", action="store_true", help="also time onnx.reference")
     args = parser.parse_args()
     from onnxrt import registry
@@ -110,8 +118,7 @@ def main() -> None:
             rows.append([label, "-", "-", "-", "skipped (not registered)"])
             continue
         runners = make_runners(model, with_reference=args.reference)
-        if args.ort_threads:
-            _ort_single_thread(runners, model, args.ort_threads)
+        _ort_session(runners, model, args.ort_threads, args.ort_spin)
         _check_close(runners, feeds, atol=1e-3 if op == "MatMul" else 1e-5)
         med = time_alternating(runners, feeds, repeat=args.repeat, slow={"onnx.reference": 5})
         ratio = med["onnxrt"] / med["onnxruntime"]
@@ -120,7 +127,8 @@ def main() -> None:
         )
         print(f"  {label}: onnxrt/ort {ratio:.2f}", file=sys.stderr)
     threads = args.ort_threads or "default"
-    print(f"onnxruntime intra-op threads: {threads}; numpy {np.__version__}; {os.cpu_count()} CPUs")
+    spin = "on" if args.ort_spin else "off"
+    print(f"onnxruntime intra-op threads: {threads}, spinning {spin}; numpy {np.__version__}; {os.cpu_count()} CPUs")
     print(markdown_table(["operator", "onnxrt", "onnxruntime", "onnxrt/ort", f"target <= {TARGET}"], rows))
 
 
