@@ -228,26 +228,12 @@ class _LSTMCell:
         self.buf = np.empty((N, 4 * H), dtype=R.dtype)
         self.tmp = np.empty((N, H), dtype=R.dtype)
         b = self.buf
-        self.iof, self.i, self.o, self.f_, self.cc = b[:, :3 * H], b[:, :H], b[:, H:2 * H], b[:, 2 * H:3 * H], b[:, 3 * H:]
-        # the common case: one sigmoid over the three first gate blocks, one tanh for the cell
-        self.fast = (
-            P is None and clip is None and not self.input_forget
-            and _is(self.f, _sigmoid) and _is(self.g, _tanh) and _is(self.h, _tanh)
-        )
+        self.i, self.o, self.f_, self.cc = b[:, :H], b[:, H:2 * H], b[:, 2 * H:3 * H], b[:, 3 * H:]
 
     def step(self, xw, h, c, h_out):
         gates = np.dot(h, self.RT, out=self.buf)
         gates += xw
         i, o, f, cc, tmp = self.i, self.o, self.f_, self.cc, self.tmp
-        if self.fast:
-            sigmoid(self.iof, out=self.iof)
-            np.tanh(cc, out=cc)
-            c *= f
-            cc *= i
-            c += cc
-            np.tanh(c, out=tmp)
-            np.multiply(o, tmp, out=h_out)
-            return
         H = self.H
         fa, fa_a, fa_b = self.f
         g, g_a, g_b = self.g
@@ -283,6 +269,39 @@ class _LSTMCell:
 
 
 _CELLS = {"RNN": _RNNCell, "GRU": _GRUCell, "LSTM": _LSTMCell}
+
+
+def _lstm_default_order(H: int) -> np.ndarray:
+    """Row order o, f, i, c of the LSTM gate blocks (ONNX stores i, o, f, c) used by the default loop."""
+    return np.concatenate([np.arange(H, 2 * H), np.arange(2 * H, 3 * H), np.arange(0, H), np.arange(3 * H, 4 * H)])
+
+
+def _lstm_default_loop(xw: np.ndarray, R_ofic: np.ndarray, h: np.ndarray, c: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The common LSTM (sigmoid, tanh, tanh; no peephole, clip or coupling, full sequences).
+
+    With the gates in the order o, f, i, c and the state kept as one array [c, g], a step is
+    8 numpy calls: one sigmoid over o, f, i, one product [f c, i g], one sum. Writes every
+    hidden state into ``Y`` (seq, batch, hidden) and returns the last cell state.
+    """
+    N, H = h.shape
+    RT = np.ascontiguousarray(R_ofic.T)  # (H, 4H)
+    buf = np.empty((N, 4 * H), dtype=xw.dtype)
+    tmp = np.empty((N, H), dtype=xw.dtype)
+    cg = np.empty((N, 2 * H), dtype=xw.dtype)
+    cg[:, :H] = c
+    c, g = cg[:, :H], cg[:, H:]
+    ofi, o, fi, gpre = buf[:, : 3 * H], buf[:, :H], buf[:, H:3 * H], buf[:, 3 * H:]
+    dot, add, mul, tanh = np.dot, np.add, np.multiply, np.tanh
+    for t in range(xw.shape[0]):
+        dot(h, RT, out=buf)
+        add(buf, xw[t], out=buf)
+        sigmoid(ofi, out=ofi)
+        tanh(gpre, out=g)
+        mul(cg, fi, out=cg)  # [ft (.) Ct-1, it (.) ct]
+        add(c, g, out=c)  # Ct
+        tanh(c, out=tmp)
+        h = mul(o, tmp, out=Y[t])  # Ht = ot (.) h(Ct)
+    return c.copy()
 
 
 # --------------------------------------------------------------------------------------
@@ -405,6 +424,13 @@ def recurrent(
         fold = Wb + Rb
         if cell == "GRU" and linear_before_reset:
             fold[2 * H:] = Wb[2 * H:]
+        default_lstm = (
+            cell == "LSTM" and lens is None and P is None and clip is None and not input_forget
+            and _is(acts[d][0], _sigmoid) and _is(acts[d][1], _tanh) and _is(acts[d][2], _tanh)
+        )
+        if default_lstm:
+            order = _lstm_default_order(H)
+            Wd, Rd, fold = Wd[order], Rd[order], fold[order]
         xw = np.dot(Xc, Wd.T)
         xw += fold
         xw = xw.reshape(S, N, G * H)
@@ -414,27 +440,32 @@ def recurrent(
         c = None
         if cell == "LSTM":
             c = np.zeros((N, H), dtype=dt) if initial_c is None else initial_c[d].astype(dt)  # a copy: updated in place
-        cell_step = _CELLS[cell](
-            Rd, Rb, acts[d], clip, N,
-            linear_before_reset=linear_before_reset, input_forget=input_forget,
-            P=None if P is None else P[d].astype(dt),
-        ).step
         Yd = np.empty((S, N, H), dtype=dt)
-        if lens is None:
-            for t in range(S):
-                cell_step(xw[t], h, c, Yd[t])  # the new hidden state is written straight into Y
-                h = Yd[t]
-            h = h.copy()
+        if default_lstm:
+            c = _lstm_default_loop(xw, Rd, h, c, Yd)
+            if S:
+                h = Yd[-1].copy()
         else:
-            h_new = np.empty_like(h)
-            for t in range(S):
-                c_old = None if c is None else c.copy()
-                cell_step(xw[t], h, c, h_new)
-                keep = ~valid[t][:, None]  # finished sequences keep their state and output zeros
-                np.copyto(h, h_new, where=~keep)
-                if c is not None:
-                    np.copyto(c, c_old, where=keep)
-                np.copyto(Yd[t], np.where(keep, 0, h_new))
+            cell_step = _CELLS[cell](
+                Rd, Rb, acts[d], clip, N,
+                linear_before_reset=linear_before_reset, input_forget=input_forget,
+                P=None if P is None else P[d].astype(dt),
+            ).step
+            if lens is None:
+                for t in range(S):
+                    cell_step(xw[t], h, c, Yd[t])  # the new hidden state is written straight into Y
+                    h = Yd[t]
+                h = h.copy()
+            else:
+                h_new = np.empty_like(h)
+                for t in range(S):
+                    c_old = None if c is None else c.copy()
+                    cell_step(xw[t], h, c, h_new)
+                    keep = ~valid[t][:, None]  # finished sequences keep their state and output zeros
+                    np.copyto(h, h_new, where=~keep)
+                    if c is not None:
+                        np.copyto(c, c_old, where=keep)
+                    np.copyto(Yd[t], np.where(keep, 0, h_new))
         if reverse:
             Yd = Yd[::-1] if lens is None else Yd[rev, batch]
         Y[:, d] = Yd
