@@ -56,7 +56,9 @@ def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float)
     A sweep finds the pairs worth testing: sorted by (group, xmin), each box pairs with the
     followers that start before ``xmax - t * width`` (IoU > t needs an x overlap above t
     times the wider box: inter > t * union >= t * max(area) >= t * max(width) * height of
-    the overlap). The pairs are tested in chunks, without a loop over boxes.
+    the overlap). The followers of a box are a run of the sorted order, so the first
+    ``band`` of them are tested for every box at once on a strided view (box i against
+    box i + k, k = 1..band); the few boxes with longer runs test the rest as explicit pairs.
     """
     n = geo.shape[1]
     x0 = geo[1].astype(np.float64)
@@ -70,28 +72,49 @@ def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float)
     start_key = x0 + offset
     order = np.argsort(start_key, kind="stable")
     stop = np.searchsorted(start_key[order], (reach + offset)[order], side="left")
-    first = np.arange(1, n + 1)
-    counts = np.maximum(stop - first, 0)
-    bounds = np.cumsum(counts)
+    counts = np.maximum(stop - np.arange(1, n + 1), 0)
     by_x = np.take(geo, order, axis=1)  # columns in sweep order
     us, vs = [], []
-    begin = 0
-    while begin < n:  # chunks of boxes whose pairs fit in the budget
-        before = int(bounds[begin - 1]) if begin else 0
-        end = max(int(np.searchsorted(bounds, before + _PAIR_CHUNK, side="right")), begin + 1)
-        cnt = counts[begin:end]
-        total = int(bounds[end - 1]) - before
-        if total:
-            owner = np.repeat(np.arange(begin, end), cnt)
-            follower = np.arange(total) + np.repeat(first[begin:end] - (np.cumsum(cnt) - cnt), cnt)
-            hit = _suppresses(np.repeat(by_x[:, begin:end], cnt, axis=1), np.take(by_x, follower, axis=1), iou_threshold)
-            a, b = order[owner[hit]], order[follower[hit]]
-            us.append(np.minimum(a, b))
-            vs.append(np.maximum(a, b))
-        begin = end
+
+    def add(i: np.ndarray, j: np.ndarray) -> None:
+        a, b = order[i], order[j]
+        us.append(np.minimum(a, b))
+        vs.append(np.maximum(a, b))
+
+    band = int(min(counts.max(initial=0), 2 * counts.mean() + 8)) if n else 0
+    if band:
+        # by_x padded with NaN (never suppresses); window[:, i, k - 1] is box i + k
+        padded = np.concatenate([by_x, np.full((5, band), np.nan, dtype=by_x.dtype)], axis=1)
+        window = np.lib.stride_tricks.sliding_window_view(padded, band + 1, axis=1)
+        rows = max(1, _PAIR_CHUNK // band)
+        ks = np.arange(band)
+        for r0 in range(0, n, rows):  # chunks of boxes, to bound the temporaries
+            r1 = min(r0 + rows, n)
+            with np.errstate(invalid="ignore"):
+                hit = _suppresses(by_x[:, r0:r1, None], window[:, r0:r1, 1:], iou_threshold)
+            hit &= ks[None, :] < counts[r0:r1, None]
+            i, k = np.nonzero(hit)
+            add(i + r0, i + r0 + k + 1)
+    long_runs = np.flatnonzero(counts > band)
+    if long_runs.size:  # followers beyond the band, as explicit pairs
+        extra = counts[long_runs] - band
+        owner = np.repeat(long_runs, extra)
+        follower = owner + band + 1 + (np.arange(int(extra.sum())) - np.repeat(np.cumsum(extra) - extra, extra))
+        hit = _suppresses(np.take(by_x, owner, axis=1), np.take(by_x, follower, axis=1), iou_threshold)
+        add(owner[hit], follower[hit])
     if not us:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     return np.concatenate(us), np.concatenate(vs)
+
+
+def _runs(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted group ids: the mask of each run's first element, and every element's
+    position in its run."""
+    head = np.empty(g.size, dtype=bool)
+    head[:1] = True
+    np.not_equal(g[1:], g[:-1], out=head[1:])
+    starts = np.flatnonzero(head)
+    return head, np.arange(g.size) - starts[np.cumsum(head) - 1]
 
 
 def _greedy(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -186,7 +209,7 @@ def non_max_suppression(
     count = np.zeros(n_batch * n_class, dtype=np.int64)
     while alive.size:
         g = group[alive]
-        head = np.r_[True, g[1:] != g[:-1]]
+        head, _ = _runs(g)
         tops = alive[head]
         chosen.append(tops)
         count[group[tops]] += 1
@@ -204,9 +227,7 @@ def non_max_suppression(
     limit = max(64, 2 * max_output_boxes_per_class)
     while alive.size:
         g = group[alive]
-        head = np.r_[True, g[1:] != g[:-1]]
-        starts = np.flatnonzero(head)
-        position = np.arange(g.size) - np.repeat(starts, np.diff(np.r_[starts, g.size]))
+        _, position = _runs(g)
         part = alive[position < limit]
         u, v = _suppression_edges(group[part], np.take(geo, part, axis=1), iou_threshold)
         found = part[_greedy(part.size, u, v)]
@@ -220,9 +241,7 @@ def non_max_suppression(
     kept = np.sort(np.concatenate(chosen))
 
     # the first max_output_boxes_per_class kept boxes of each group
-    g = group[kept]
-    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    position = np.arange(g.size) - np.repeat(run_start, np.diff(np.r_[run_start, g.size]))
+    _, position = _runs(group[kept])
     kept = kept[position < max_output_boxes_per_class]
     out = np.empty((kept.size, 3), dtype=np.int64)
     out[:, 0] = group[kept] // n_class
