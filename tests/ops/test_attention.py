@@ -253,6 +253,17 @@ def test_attention_float16_rounds_every_step_like_separate_operators():
     np.testing.assert_array_equal(Y, ref)
 
 
+def test_attention_empty_sequences():
+    f = np.float32
+    Y, pk, pv, qk = attention(np.zeros((1, 2, 0, 4), f), np.ones((1, 2, 3, 4), f), np.ones((1, 2, 3, 5), f))
+    assert Y.shape == (1, 2, 0, 5) and qk.shape == (1, 2, 0, 3)
+    # no key at all: every query row is fully masked, hence zero
+    with np.errstate(all="raise"):
+        Y, _, _, P = attention(np.ones((1, 2, 3, 4), f), np.zeros((1, 2, 0, 4), f), np.zeros((1, 2, 0, 5), f),
+                               qk_matmul_output_mode=3)
+    assert Y.shape == (1, 2, 3, 5) and not Y.any() and P.shape == (1, 2, 3, 0)
+
+
 def test_attention_does_not_modify_inputs():
     rng = np.random.default_rng(3)
     arrays = [rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(5)]

@@ -235,6 +235,18 @@ def test_layout_1_is_the_batch_major_transpose(cell, direction):
     assert got[0].flags.c_contiguous
 
 
+@pytest.mark.parametrize("cell", ["RNN", "GRU", "LSTM"])
+def test_empty_sequence_and_batch(cell):
+    G = N_GATES[cell]
+    f = np.float32
+    res = recurrent(cell, np.zeros((0, 2, 3), f), np.ones((1, G * 4, 3), f), np.ones((1, G * 4, 4), f),
+                    initial_h=np.full((1, 2, 4), 0.5, f))
+    assert res[0].shape == (0, 1, 2, 4)
+    np.testing.assert_array_equal(res[1], np.full((1, 2, 4), 0.5, f))  # no step: the initial state
+    res = recurrent(cell, np.zeros((3, 0, 3), f), np.ones((1, G * 4, 3), f), np.ones((1, G * 4, 4), f))
+    assert res[0].shape == (3, 1, 0, 4) and all(r.shape == (1, 0, 4) for r in res[1:])
+
+
 def test_inputs_are_not_modified():
     rng = np.random.default_rng(4)
     ins = make_case(rng, "LSTM", peep=True, lens=[5, 3, 1])

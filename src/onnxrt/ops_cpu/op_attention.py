@@ -221,14 +221,16 @@ def attention(
 
     work = step(scores if scores.dtype == wdt else scores.astype(wdt))  # the scores cast to the precision
     with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.max(work, axis=-1, keepdims=True)
-        # a row of -inf has max -inf: shift it by 0 so that exp gives 0 instead of nan
+        m = np.max(work, axis=-1, keepdims=True, initial=-np.inf)
+        # a row of -inf (or without keys) has max -inf: shift it by 0 so that exp gives 0 instead of nan
         np.copyto(m, wdt.type(0), where=np.isneginf(m))
         step(np.subtract(work, m, out=work))
         step(np.exp(work, out=work))
         denom = step(np.sum(work, axis=-1, keepdims=True))
     dead = None
-    if bias is not None:
+    if total == 0:
+        dead = np.ones((1, 1, 1, 1), dtype=bool)  # no key at all: every row is fully masked
+    elif bias is not None:
         # fully masked query rows (every key's bias is -inf) give zero rows, not nan
         dead = np.all(np.isneginf(bias), axis=-1, keepdims=True)
         if not dead.any():
