@@ -182,13 +182,17 @@ def inline_call(
             raise InvalidAttributeError(
                 f"Node {call.name!r} gives attribute {name!r} to function {fn.name!r}, which takes {sorted(known)!r}."
             )
+    # names the body defines; a body node may also read a name it does not define: a
+    # context-dependent body splices in subgraph attributes (FlexAttention's score_mod) whose
+    # outer references name values of the calling graph, and those keep their name
+    produced = {o for bn in fn.node for o in bn.output if o}
     nodes = []
     origin = f"{call.origin} > {call.name}" if call.origin else call.name
     for bn in fn.node:
         new = NodeProto()
         new.CopyFrom(bn)
         for i, name in enumerate(bn.input):
-            if name:
+            if name and (name in mapping or name in produced):
                 new.input[i] = mapping.setdefault(name, prefix + name)
         for i, name in enumerate(bn.output):
             if name:

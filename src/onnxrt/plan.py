@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -220,6 +221,37 @@ class Plan:
                 values[s] = context[name]  # type: ignore[index]
         self._execute(values)
         return [values[s] for s in self._output_slots]
+
+    def runner(self, context: dict[str, Any] | None = None) -> Callable[[list[Any]], tuple[Any, ...]]:
+        """``run(inputs) -> outputs`` (a tuple) for a subgraph run many times in a row (Loop, Scan
+        and SequenceMap bodies): like :meth:`run_list`, but one list of values is reused from
+        call to call instead of a copy of the template each time, which halves the engine's
+        cost per iteration. Every call must give every input. A runner belongs to one kernel
+        call (one thread); outer values are bound again each call since the last reader of
+        a value releases it."""
+        values = self._template.copy()
+        in_slots, out_slots, outer = self._input_slots, self._output_slots, self._outer_slots
+        execute = self._execute
+        # outputs as one tuple, fetched in C (itemgetter of one slot returns the bare value)
+        fetch = operator.itemgetter(*out_slots) if len(out_slots) > 1 else (lambda v: tuple(v[s] for s in out_slots))
+
+        n_in = len(in_slots)
+        # the inputs own slots 1..n (they are numbered first): bound with one slice assignment
+        contiguous = in_slots == tuple(range(1, n_in + 1))
+
+        def run(inputs: list[Any]) -> tuple[Any, ...]:
+            if contiguous and len(inputs) == n_in:
+                values[1 : n_in + 1] = inputs
+            else:
+                for s, v in zip(in_slots, inputs):
+                    values[s] = v
+            if outer:
+                for name, s in outer:
+                    values[s] = context[name]  # type: ignore[index]
+            execute(values)
+            return fetch(values)
+
+        return run
 
     def run_dict(self, feeds: dict[str, Any], context: dict[str, Any] | None = None, keep_all: bool = False) -> list[Any]:
         """Run from a name -> value dict; returns the slot list (all values when ``keep_all``)."""

@@ -479,3 +479,96 @@ def test_loop16_seq_none_runs_but_the_backend_harness_cannot_compare_it():
         np.testing.assert_array_equal(g, w)
     with pytest.raises(TypeError, match="Unable to compare"):
         Runner.assert_similar_outputs(expected, expected, rtol=1e-3, atol=1e-7)
+
+
+# --- FlexAttention (ai.onnx.preview): attention with score_mod / prob_mod subgraphs ----------------
+
+PREVIEW = "ai.onnx.preview"
+
+
+def plain_attention(q, k, v, scale=None, score_mod=None, prob_mod=None):
+    """The spec's formula in float64, head by head (the oracle)."""
+    b, hq, _, e = q.shape
+    group = hq // k.shape[1]
+    scale = 1 / np.sqrt(e) if scale is None else scale
+    out = np.zeros(q.shape[:3] + v.shape[3:])
+    for i in range(b):
+        for h in range(hq):
+            s = q[i, h].astype(np.float64) @ k[i, h // group].astype(np.float64).T * scale
+            s = score_mod(s) if score_mod else s
+            p = np.exp(s - s.max(axis=-1, keepdims=True))
+            p = p / p.sum(axis=-1, keepdims=True)
+            p = prob_mod(p) if prob_mod else p
+            out[i, h] = p @ v[i, h // group]
+    return out
+
+
+def _flex_model(elem=F, opset_preview=1, **atts) -> onnx.ModelProto:
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain=PREVIEW, **atts)
+    return model([node], [vi(n, elem, None) for n in "QKV"] + [vi("bias", F, [])], [vi("Y", elem, None)],
+                 opset=26, extra_opsets=[PREVIEW])
+
+
+def _score_bias_graph() -> onnx.GraphProto:
+    """score_mod: scores + bias, ``bias`` read from the outer graph (a context value)."""
+    return helper.make_graph([helper.make_node("Add", ["scores", "bias"], ["scores_out"])], "score_mod",
+                             [vi("scores", F, None)], [vi("scores_out", F, None)])
+
+
+def _prob_square_graph() -> onnx.GraphProto:
+    return helper.make_graph([helper.make_node("Mul", ["probs", "probs"], ["probs_out"])], "prob_mod",
+                             [vi("probs", F, None)], [vi("probs_out", F, None)])
+
+
+@pytest.mark.parametrize("hq, hkv, ev", [(4, 4, 8), (6, 2, 5), (4, 1, 8)])
+def test_flex_attention_gqa_scale_and_modifiers(hq, hkv, ev):
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((2, hq, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((2, hkv, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, hkv, 5, ev)).astype(np.float32)
+    bias = np.array(0.75, np.float32)
+    feeds = {"Q": q, "K": k, "V": v, "bias": bias}
+    (y,) = run(_flex_model(), feeds)
+    assert y.shape == (2, hq, 3, ev) and y.dtype == np.float32
+    np.testing.assert_allclose(y, plain_attention(q, k, v), rtol=1e-5, atol=1e-6)
+    (y,) = run(_flex_model(scale=0.3, score_mod=_score_bias_graph(), prob_mod=_prob_square_graph()), feeds)
+    want = plain_attention(q, k, v, 0.3, score_mod=lambda s: s + 0.75, prob_mod=lambda p: p * p)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+# double inputs keep a float32 scale (the schema's body computes 1/sqrt(E) in float32): 1e-6
+@pytest.mark.parametrize("dtype, elem, tol", [(np.float64, TensorProto.DOUBLE, 1e-6), (np.float16, TensorProto.FLOAT16, 2e-3)])
+def test_flex_attention_element_types(dtype, elem, tol):
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.uniform(-1, 1, (1, 2, 4, 8)).astype(dtype) for _ in range(3))
+    (y,) = run(_flex_model(elem), {"Q": q, "K": k, "V": v, "bias": np.array(0.0, np.float32)})
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y.astype(np.float64), plain_attention(q, k, v), rtol=tol, atol=tol)
+
+
+def test_flex_attention_kernel_agrees_with_its_function_body(monkeypatch):
+    """The kernel against the schema's context-dependent body (onnxrt runs it when the kernel is hidden)."""
+    rng = np.random.default_rng(9)
+    feeds = {"Q": rng.standard_normal((1, 4, 3, 8)).astype(np.float32),
+             "K": rng.standard_normal((1, 2, 6, 8)).astype(np.float32),
+             "V": rng.standard_normal((1, 2, 6, 4)).astype(np.float32), "bias": np.array(-0.5, np.float32)}
+    m = _flex_model(scale=0.2, score_mod=_score_bias_graph(), prob_mod=_prob_square_graph())
+    (with_kernel,) = run(m, feeds)
+    original = registry.lookup
+    monkeypatch.setattr(registry, "lookup", lambda op, d, v: None if op == "FlexAttention" else original(op, d, v))
+    sess = onnxrt.InferenceSession(m.SerializeToString())
+    assert "FlexAttention" not in [s.op_type for s in sess._engine.plan.steps]
+    (from_body,) = sess.run(None, feeds)
+    np.testing.assert_allclose(with_kernel, from_body, rtol=1e-5, atol=1e-6)
+
+
+def test_flex_attention_errors():
+    feeds = {"Q": np.zeros((1, 3, 2, 4), np.float32), "K": np.zeros((1, 2, 2, 4), np.float32),
+             "V": np.zeros((1, 2, 2, 4), np.float32), "bias": np.array(0.0, np.float32)}
+    with pytest.raises(KernelError, match="q_num_heads 3 must be a multiple of kv_num_heads 2"):
+        run(_flex_model(), feeds)
+    with pytest.raises(KernelError, match=r"Q must have rank 4, got shape \[2, 4\]"):
+        run(_flex_model(), {**feeds, "Q": np.zeros((2, 4), np.float32)})
+    two_in = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"])], "bad", [vi("a"), vi("b")], [vi("c")])
+    with pytest.raises(InvalidAttributeError, match="'score_mod' must take one input and give one output"):
+        run(_flex_model(score_mod=two_in), feeds)

@@ -67,9 +67,10 @@ def flex_attention(
         precision = np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
     else:
         precision = np_dtype(softmax_precision)
+    # the body computes the scale and its square root in float32, whatever the input type
     if scale is None:
-        scale = 1.0 / np.sqrt(np.float32(e))
-    root = np.asarray(np.sqrt(np.float32(scale)) if dtype != np.float64 else np.sqrt(np.float64(scale))).astype(dtype)
+        scale = np.float32(1) / np.sqrt(np.float32(e))
+    root = np.asarray(np.sqrt(np.float32(scale))).astype(dtype)
     scores = _matmul_as(q * root, np.swapaxes(k * root, -1, -2), dtype).astype(precision)
     if score_mod is not None:
         scores = np.asarray(score_mod.run_list([scores], context)[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,14 @@ def empty_scan_output(value_info: onnx.ValueInfoProto, leading: tuple[int, ...] 
     if tt.HasField("shape"):
         dims = tuple(int(d.dim_value) if d.HasField("dim_value") else 0 for d in tt.shape.dim)
     return np.empty(leading + dims, dtype=dtype)
+
+
+def _reads_input(plan: Any, index: int) -> bool:
+    """Whether any node (or subgraph, or output) of ``plan`` reads its ``index``-th input."""
+    slot = plan.slots[plan.input_names[index]]
+    if slot in plan._output_slots:
+        return True
+    return any(slot in st.inputs or any(s == slot for _, s in st.context) for st in plan.steps)
 
 
 def stack_scan_output(values: list[Any], name: str, axis: int = 0) -> np.ndarray:
@@ -70,14 +79,16 @@ class Loop(OpRun):
                 f"{self._node_label()}: the body has {len(body.output_names)} outputs, expected at least "
                 f"{1 + self._n_carried} (the condition and {self._n_carried} loop-carried values)."
             )
-        self._body_run = body.run_list
+        self._body = body
         self._scan_info = list(body.graph.output[1 + self._n_carried :])
+        # a body that never reads the iteration number is not given a fresh array for it
+        self._reads_iteration = _reads_input(body, 0)
 
     def _run(self, M=None, cond=None, *v_initial, context=None, attributes=None, verbose=0, fLOG=None):
         n_carried = self._n_carried
         if len(v_initial) != n_carried:
             raise KernelError(f"Loop got {len(v_initial)} loop-carried inputs, its body takes {n_carried}.")
-        trip = None
+        trip = sys.maxsize
         if M is not None:
             m = np.asarray(M)
             if m.size != 1:
@@ -85,23 +96,25 @@ class Loop(OpRun):
             trip = int(m.reshape(-1)[0])
         keep_going = True if cond is None else condition(cond)
         cond_value = np.array(keep_going) if cond is None else cond
-        carried = list(v_initial)
+        carried = v_initial
         n_scan = self._n_scan
-        scans: list[list[Any]] = [[] for _ in range(n_scan)]
-        run = self._body_run
+        collected: list[tuple[Any, ...]] = []  # the scan outputs of each iteration
+        run = self._body.runner(context)
         end = 1 + n_carried
+        counter = self._reads_iteration
         i = 0
-        while keep_going and (trip is None or i < trip):
-            outs = run([np.array(i, dtype=np.int64), cond_value, *carried], context)
+        while keep_going and i < trip:
+            outs = run([np.array(i, dtype=np.int64) if counter else None, cond_value, *carried])
             cond_value = outs[0]
             carried = outs[1:end]
-            for k in range(n_scan):
-                scans[k].append(outs[end + k])
-            # a one-element array converts directly; anything else goes through the checks
-            keep_going = bool(cond_value) if getattr(cond_value, "size", 0) == 1 else condition(
-                cond_value, "the condition returned by the body"
-            )
+            if n_scan:
+                collected.append(outs[end:])
+            try:  # a one-element tensor converts directly
+                keep_going = bool(cond_value)
+            except (TypeError, ValueError):
+                keep_going = condition(cond_value, "the condition returned by the body")
             i += 1
+        scans = [list(col) for col in zip(*collected)] if collected else [[] for _ in range(n_scan)]
         results = []
         for k in range(n_scan):
             info = self._scan_info[k]

@@ -39,7 +39,7 @@ class _ScanBase(OpRun):
                 f"{self._node_label()}: the body has {len(body.output_names)} outputs, expected at least "
                 f"{self._n_state} (one per state variable)."
             )
-        self._body_run = body.run_list
+        self._body = body
         self._scan_info = list(body.graph.output[self._n_state :])
 
 
@@ -81,7 +81,7 @@ class Scan8(_ScanBase):
                     f"sequence_lens must hold {batch} lengths in [0, {max_len}], got {lens.tolist()}."
                 )
             lengths = [int(v) for v in lens]
-        run = self._body_run
+        run = self._body.runner(context)
         n_out = self._n_scan_out
         final_states: list[list[Any]] = [[] for _ in range(n_state)]
         per_batch: list[list[np.ndarray]] = [[] for _ in range(n_out)]
@@ -92,7 +92,8 @@ class Scan8(_ScanBase):
             seqs = [x[b, length - 1 :: -1] if d else x[b] for x, d in zip(scans, self._directions)] if length else []
             outs_t: list[list[Any]] = [[] for _ in range(n_out)]
             for t in range(length):
-                outs = run([*states, *(x[t] for x in seqs)], context)
+                # x[t, ...] keeps a 0-d array (x[t] of a 1-D tensor would be a numpy scalar)
+                outs = run([*states, *[x[t, ...] for x in seqs]])
                 states = outs[:n_state]
                 for k in range(n_out):
                     outs_t[k].append(outs[n_state + k])
@@ -157,14 +158,18 @@ class Scan(_ScanBase):
                     f"Scan inputs must share their sequence length, got {length} and {x.shape[0]}."
                 )
             seqs.append(x)
-        run = self._body_run
+        run = self._body.runner(context)
         n_out = self._n_scan_out
-        outs_t: list[list[Any]] = [[] for _ in range(n_out)]
-        for t in range(length or 0):
-            outs = run([*states, *(x[t] for x in seqs)], context)
+        # the views of every step, made up front (x[t, ...] keeps 0-d arrays 0-d arrays, where
+        # x[t] of a 1-D tensor would give numpy scalars); zip yields one tuple of them per step
+        steps = zip(*[[x[t, ...] for t in range(length)] for x in seqs]) if length else ()
+        collected: list[tuple[Any, ...]] = []
+        for elements in steps:
+            outs = run([*states, *elements])
             states = outs[:n_state]
-            for k in range(n_out):
-                outs_t[k].append(outs[n_state + k])
+            if n_out:
+                collected.append(outs[n_state:])
+        outs_t = [list(col) for col in zip(*collected)] if collected else [[] for _ in range(n_out)]
         results = list(states)
         for k in range(n_out):
             info = self._scan_info[k]

@@ -25,7 +25,7 @@ class SequenceMap(OpRun):
             raise InvalidAttributeError(
                 f"{self._node_label()}: the body takes {len(body.input_names)} inputs, expected {n_in} (one per input of the node)."
             )
-        self._body_run = body.run_list
+        self._body = body
         self._n_out = len(body.output_names)
 
     def _run(self, input_sequence, *additional, context=None, attributes=None, verbose=0, fLOG=None):
@@ -37,10 +37,10 @@ class SequenceMap(OpRun):
         for k, (a, s) in enumerate(zip(args, is_seq)):
             if s and len(a) != n:
                 raise KernelError(f"Sequence input {k} has {len(a)} elements, expected {n} like input_sequence.")
-        run = self._body_run
+        run = self._body.runner(context)
         outs: list[list[Any]] = [[] for _ in range(self._n_out)]
         for i in range(n):
-            res = run([a[i] if s else a for a, s in zip(args, is_seq)], context)
+            res = run([a[i] if s else a for a, s in zip(args, is_seq)])
             for k in range(self._n_out):
                 outs[k].append(res[k])
         return tuple(outs)
