@@ -341,8 +341,9 @@ def recurrent(
     loop over time steps does one matrix product with R per step, vectorized over the
     batch. With ``sequence_lens``, a sequence stops updating its state after its length,
     its outputs ``Y`` past the length are zero, and ``Y_h``/``Y_c`` hold the state of its
-    last valid step (zero for a length of 0, as onnxruntime gives). The reverse direction reads each
-    sequence backwards from its own last valid step. float16 and bfloat16 compute in float32.
+    last valid step (zero for a length of 0, as onnxruntime gives). The reverse direction
+    reads each sequence backwards from its own last valid step. float16 and bfloat16
+    compute in float32.
     """
     X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
     if direction == "foward":  # the default of GRU-1 is spelled so in the spec
