@@ -41,15 +41,23 @@ def _reads_input(plan: Any, index: int) -> bool:
 
 
 def stack_scan_output(values: list[Any], name: str, axis: int = 0) -> np.ndarray:
-    """Stack the per-iteration values of one scan output along a new ``axis``."""
+    """Stack the per-iteration values of one scan output along a new ``axis``.
+
+    ``np.array`` copies the list in one C loop (``np.stack`` indexes every value in Python);
+    values of different shapes are an error.
+    """
+    first = np.shape(values[0])
     try:
-        return np.stack(values, axis=axis)
-    except ValueError as e:
+        out = np.array(values)
+    except ValueError:
+        out = None
+    if out is None or out.shape != (len(values), *first):
         shapes = sorted({tuple(np.shape(v)) for v in values})
         raise KernelError(
             f"Scan output {name!r} changes shape across iterations ({[list(s) for s in shapes][:4]}), "
-            f"so its values cannot be stacked: {e}"
-        ) from None
+            f"so its values cannot be stacked."
+        )
+    return np.moveaxis(out, 0, axis) if axis else out
 
 
 @register("Loop", versions=(1, 11, 13, 16, 19, 21, 23, 24, 25))

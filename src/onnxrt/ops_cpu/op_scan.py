@@ -160,9 +160,10 @@ class Scan(_ScanBase):
             seqs.append(x)
         run = self._body.runner(context)
         n_out = self._n_scan_out
-        # the views of every step, made up front (x[t, ...] keeps 0-d arrays 0-d arrays, where
-        # x[t] of a 1-D tensor would give numpy scalars); zip yields one tuple of them per step
-        steps = zip(*[[x[t, ...] for t in range(length)] for x in seqs]) if length else ()
+        # the views of every step, made up front: list(x) splits in C; a 1-D input is split with
+        # x[t, ...], which gives 0-d arrays where list(x) would give numpy scalars. zip yields one
+        # tuple of views per step
+        steps = zip(*[list(x) if x.ndim > 1 else [x[t, ...] for t in range(length)] for x in seqs]) if length else ()
         collected: list[tuple[Any, ...]] = []
         for elements in steps:
             outs = run([*states, *elements])
