@@ -20,12 +20,19 @@ def _exec(src: str, filename: str = "exported.py") -> dict:
 
 
 def _same(a, b) -> bool:
+    """Bit-for-bit the same values (NaN equal to NaN), same shape and dtype."""
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if a is None or b is None:
         return a is b
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(np.all((a == b) | ((a != a) & (b != b))) if a.dtype.kind in "fc" else np.array_equal(a, b))
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind in "OUSbiu":
+        return bool(np.array_equal(a, b))
+    # floats, complex and the ml_dtypes types (bfloat16, float8...): compare as wide values
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    return bool(np.array_equal(a.astype(wide), b.astype(wide), equal_nan=True))
 
 
 def test_export_conformance_node_models():
