@@ -366,6 +366,53 @@ def test_conv_is_thread_safe():
     assert not errors
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_depthwise_paths_and_parallel_chunks(monkeypatch, threads):
+    """Depthwise convolutions (same-size, padded-flat and strided paths, multipliers, 1-D to 3-D,
+    batches) split over the kernel thread pool give the plain-loop result."""
+    from onnxrt.ops_cpu import _conv_common
+
+    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", threads)
+    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    rng = np.random.default_rng(17)
+    cases = [
+        ((2, 5, 9, 8), (10, 1, 3, 3), dict(pads=[1, 1, 1, 1])),  # same size, multiplier 2
+        ((1, 4, 7, 7), (4, 1, 3, 3), dict(pads=[2, 2, 2, 2], dilations=[2, 2])),  # same size, dilated
+        ((1, 3, 8, 6), (3, 1, 3, 3), dict(pads=[0, 1, 2, 1])),  # same inner size, other rows
+        ((1, 3, 8, 6), (6, 1, 2, 3), dict(pads=[0, 0, 0, 0])),  # padded-flat (valid)
+        ((2, 4, 9, 9), (4, 1, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),  # strided
+        ((1, 3, 10), (3, 1, 4), dict(pads=[2, 1])),  # 1-D
+        ((1, 2, 5, 4, 6), (4, 1, 3, 2, 3), dict(pads=[1, 0, 1, 1, 1, 1])),  # 3-D
+    ]
+    for xs, ws, atts in cases:
+        x = rng.standard_normal(xs)
+        w = rng.standard_normal(ws)
+        group = xs[1]
+        y = conv(x, w, group=group, **atts)
+        nd = len(xs) - 2
+        pb, _, out = window_geometry(xs[2:], ws[2:], atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), atts["pads"])
+        ref = loop_conv(x, w, None, atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), pb, out, group)
+        np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-10, err_msg=str((xs, ws, atts)))
+
+
+def test_parallel_for_propagates_errors(monkeypatch):
+    from onnxrt.ops_cpu import _conv_common
+
+    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", 3)
+    seen = []
+
+    def fn(lo, hi):
+        seen.append((lo, hi))
+        if lo >= 6:
+            raise ValueError("chunk failed")
+
+    with pytest.raises(ValueError, match="chunk failed"):
+        _conv_common.parallel_for(12, fn, work_per_item=1 << 20)
+    done = []
+    _conv_common.parallel_for(12, lambda lo, hi: done.extend(range(lo, hi)), work_per_item=1 << 20)
+    assert sorted(done) == list(range(12))
+
+
 def test_conv_empty_batch():
     y = conv(np.zeros((0, 2, 5, 5), np.float32), np.ones((3, 2, 3, 3), np.float32), np.ones(3, np.float32))
     assert y.shape == (0, 3, 3, 3) and y.dtype == np.float32

@@ -401,3 +401,20 @@ def test_max_roi_pool_versions(opset):
     (y,) = onnxrt_run("MaxRoiPool", [("x", x), ("r", rois)], TensorProto.FLOAT, opset, pooled_shape=[2, 2])
     np.testing.assert_array_equal(y[0, 0], [[5, 7], [13, 15]])
     np.testing.assert_array_equal(y[1, 1], [[21, 22], [25, 26]])
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_pools_in_parallel_chunks(monkeypatch, threads):
+    """Planes split over the kernel thread pool give the plain-loop result."""
+    from onnxrt.ops_cpu import _conv_common
+
+    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", threads)
+    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((3, 5, 9, 8))
+    kw = dict(strides=[2, 1], pads=[1, 0, 1, 1], dilations=[1, 2], ceil_mode=1)
+    pb, pe, out = window_geometry(x.shape[2:], [3, 2], [2, 1], [1, 2], kw["pads"], "NOTSET", True)
+    for mode in ("max", "avg", "lp"):
+        y = pool(x, mode, [3, 2], count_include_pad=1, **kw)
+        ref = loop_pool(x, mode, [3, 2], [2, 1], [1, 2], pb, pe, out, count_include_pad=1)
+        np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)

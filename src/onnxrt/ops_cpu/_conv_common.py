@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from math import prod
 
@@ -180,6 +183,105 @@ def release_scratch() -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# intra-op parallelism for the element-wise kernels (numpy releases the GIL in its loops)
+# ---------------------------------------------------------------------------------------
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+#: below this many element operations per chunk, splitting costs more than it saves
+MIN_PARALLEL_WORK = 1 << 17
+
+
+def _default_threads() -> int:
+    env = os.environ.get("ONNXRT_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 16))
+
+
+#: worker count of the kernels' thread pool (the calling thread works too); ONNXRT_NUM_THREADS overrides
+KERNEL_THREADS = _default_threads()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        with _EXECUTOR_LOCK:
+            if _EXECUTOR is None:
+                _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, KERNEL_THREADS - 1), thread_name_prefix="onnxrt-kernel")
+    return _EXECUTOR
+
+
+class _Job:
+    """Chunks of one parallel loop, taken in turn by whichever thread is free (the caller included).
+
+    The caller never waits for a worker that has not started: it takes the remaining
+    chunks itself and then waits only for chunks already running elsewhere. On a loaded
+    machine a late worker therefore costs nothing; it finds no chunk left and returns.
+    """
+
+    __slots__ = ("bounds", "fn", "next", "done", "cond", "error")
+
+    def __init__(self, bounds: list[int], fn: Callable[[int, int], None]):
+        self.bounds = bounds
+        self.fn = fn
+        self.next = itertools.count()  # next() on a count is atomic under the GIL
+        self.done = 0
+        self.cond = threading.Condition()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        n = len(self.bounds) - 1
+        while True:
+            i = next(self.next)
+            if i >= n:
+                return
+            try:
+                if self.error is None:
+                    self.fn(self.bounds[i], self.bounds[i + 1])
+            except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
+                self.error = e
+            with self.cond:
+                self.done += 1
+                if self.done == n:
+                    self.cond.notify_all()
+
+    def wait(self) -> None:
+        n = len(self.bounds) - 1
+        with self.cond:
+            while self.done < n:
+                self.cond.wait()
+        if self.error is not None:
+            raise self.error
+
+
+def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None) -> None:
+    """Run ``fn(lo, hi)`` over [0, n) in contiguous chunks, shared with the kernel thread pool.
+
+    ``work_per_item`` (element operations per item) decides how many threads are worth
+    it; the range is cut in a few chunks per thread, taken dynamically by the caller and
+    the pool's workers (see :class:`_Job`), so a busy pool or a loaded machine delays
+    nothing. ``threads`` caps the thread count (1: serial). Exceptions propagate.
+    """
+    limit = KERNEL_THREADS if threads is None or threads <= 0 else threads
+    workers = min(limit, n, max(1, (n * work_per_item) // MIN_PARALLEL_WORK))
+    if workers <= 1:
+        fn(0, n)
+        return
+    parts = min(n, workers * 4)
+    job = _Job([n * i // parts for i in range(parts + 1)], fn)
+    ex = _executor()
+    for _ in range(workers - 1):
+        ex.submit(job.run)
+    job.run()
+    job.wait()
+
+
+# ---------------------------------------------------------------------------------------
 # padding and im2col
 # ---------------------------------------------------------------------------------------
 
@@ -190,18 +292,21 @@ def padded(
     lengths: Sequence[int],
     fill: float | int = 0,
     buffer: str | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """``x`` (N, C, *S) placed at offset ``begin`` in an array of spatial ``lengths`` filled with ``fill``.
 
     Input pixels falling beyond ``lengths`` are cut (windows never reach them). Returns
-    ``x`` itself when nothing needs padding (windows then read only part of it). With ``buffer``, the result lives
-    in a per-thread scratch buffer of that name (only its border is filled).
+    ``x`` itself when nothing needs padding (windows then read only part of it), unless
+    ``out`` is given (an array of the padded shape to write). With ``buffer``, the result
+    lives in a per-thread scratch buffer of that name. Only the border is filled.
     """
     spatial = x.shape[2:]
-    if all(b == 0 for b in begin) and all(n <= s for n, s in zip(lengths, spatial)):
-        return x  # windows read inside x only: no copy
     shape = x.shape[:2] + tuple(lengths)
-    out = scratch(buffer, shape, x.dtype) if buffer else np.empty(shape, x.dtype)
+    if out is None:
+        if all(b == 0 for b in begin) and all(n <= s for n, s in zip(lengths, spatial)):
+            return x  # windows read inside x only: no copy
+        out = scratch(buffer, shape, x.dtype) if buffer else np.empty(shape, x.dtype)
     dst, src = [slice(None), slice(None)], [slice(None), slice(None)]
     for b, size, length in zip(begin, spatial, lengths):
         stop = min(b + size, length)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from math import prod
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
@@ -17,6 +19,7 @@ from ._conv_common import (
     kernel_from,
     offset_view,
     padded,
+    parallel_for,
     scratch,
     spatial_attr,
     to_output,
@@ -91,25 +94,10 @@ def conv_core(
             y = np.matmul(w.reshape(group, mg, cg), xs.reshape(n_img, group, cg, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
 
-    xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
-
     if cg == 1 and group > 1:
-        # depthwise: channel c feeds output channels c*mult .. c*mult + mult - 1
-        mult = mg
-        wk = w.reshape(n_ch, mult, kp)
-        y = np.empty((n_img, n_ch, mult) + tuple(out_shape), dtype)
-        tmp = scratch("conv_dw", y.shape, dtype)
-        bshape = (1, n_ch, mult) + (1,) * nd
-        for i, offset in enumerate(np.ndindex(*kernel)):
-            v = offset_view(xp, offset, strides, dilations, out_shape)[:, :, None]
-            coef = wk[:, :, i].reshape(bshape)
-            if i == 0:
-                np.multiply(v, coef, out=y)
-            else:
-                np.multiply(v, coef, out=tmp)
-                y += tmp
-        return y.reshape((n_img, m_out) + tuple(out_shape))
+        return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
+    xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
     windows = window_view(xp, kernel, strides, dilations, out_shape)  # (N, C, *K, *O), no copy
     per_image = n_ch * kp * npix * dtype.itemsize
     chunk = max(1, _COL_CHUNK_BYTES // max(per_image, 1))
@@ -135,6 +123,193 @@ def conv_core(
         else:
             np.matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+def _depthwise(
+    x: np.ndarray,
+    w: np.ndarray,
+    pads_begin: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: Sequence[int],
+) -> np.ndarray:
+    """Depthwise correlation (one input channel per group, ``mult`` outputs each): a loop over taps.
+
+    With unit strides each (image, channel) plane is padded once into a flat row of pitch
+    ``padded width``; tap ``k`` then reads the contiguous slice starting at
+    ``sum k_i * d_i * pitch_i``, so every multiply-accumulate runs on long contiguous rows
+    (the few pitch-padding columns computed per row are cut at the end). Strided
+    convolutions read strided views of the padded input instead. Planes are split over
+    the kernel thread pool.
+    """
+    n_img, n_ch = x.shape[:2]
+    mult = w.shape[0] // n_ch
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    kp = prod(kernel)
+    planes = n_img * n_ch
+    dtype = x.dtype
+    out_shape = tuple(out_shape)
+    wk = w.reshape(n_ch, mult, kp)
+    y = np.empty((planes, mult) + out_shape, dtype)
+    lengths = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape, strides, kernel, dilations)]
+    taps = list(np.ndindex(*kernel))
+
+    if all(s == 1 for s in strides) and out_shape[1:] == tuple(x.shape[3:]):
+        _depthwise_same(x, wk, y, pads_begin, dilations, out_shape, tuple(kernel))
+    elif all(s == 1 for s in strides):
+        pitch = [prod(lengths[i + 1:]) for i in range(nd)]
+        rows = out_shape[0] * pitch[0]  # flat outputs per plane, pitch padding included
+        offsets = [sum(k * d * p for k, d, p in zip(tap, dilations, pitch)) for tap in taps]
+        size = prod(lengths)
+        plane_len = max(size, rows + max(offsets))
+        xs = x.reshape((planes, 1) + x.shape[2:])
+
+        def work(lo: int, hi: int) -> None:
+            cnt = hi - lo
+            buf = scratch("dw_flat", (cnt, plane_len), dtype)
+            padded(xs[lo:hi], pads_begin, lengths, 0, out=buf[:, :size].reshape((cnt, 1) + tuple(lengths)))
+            buf[:, size:] = 0
+            acc = y[lo:hi].reshape(cnt, mult, rows) if nd == 1 else scratch("dw_acc", (cnt, mult, rows), dtype)
+            tmp = scratch("dw_tmp", (cnt, mult, rows), dtype)
+            coefs = wk[np.arange(lo, hi) % n_ch]  # (cnt, mult, Kp)
+            for i, off in enumerate(offsets):
+                src = buf[:, None, off:off + rows]
+                if i == 0:
+                    np.multiply(src, coefs[:, :, i:i + 1], out=acc)
+                else:
+                    np.multiply(src, coefs[:, :, i:i + 1], out=tmp)
+                    acc += tmp
+            if nd > 1:
+                grid = acc.reshape((cnt, mult, out_shape[0]) + tuple(lengths[1:]))
+                np.copyto(y[lo:hi], grid[(slice(None),) * 3 + tuple(slice(0, o) for o in out_shape[1:])])
+
+        parallel_for(planes, work, work_per_item=2 * mult * rows * kp)
+    else:
+        xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
+        xpp = xp.reshape((planes, 1) + xp.shape[2:])
+
+        def work(lo: int, hi: int) -> None:
+            cnt = hi - lo
+            acc = y[lo:hi]
+            tmp = scratch("dw_tmp", acc.shape, dtype)
+            coefs = wk[np.arange(lo, hi) % n_ch].reshape((cnt, mult, kp) + (1,) * nd)
+            for i, tap in enumerate(taps):
+                v = offset_view(xpp[lo:hi], tap, strides, dilations, out_shape)  # (cnt, 1, *O)
+                if i == 0:
+                    np.multiply(v, coefs[:, :, i], out=acc)
+                else:
+                    np.multiply(v, coefs[:, :, i], out=tmp)
+                    acc += tmp
+
+        parallel_for(planes, work, work_per_item=2 * mult * prod(out_shape) * kp)
+    return y.reshape((n_img, n_ch * mult) + out_shape)
+
+
+@lru_cache(maxsize=512)
+def _same_plan(
+    spatial: tuple[int, ...],
+    out0: int,
+    kernel: tuple[int, ...],
+    dilations: tuple[int, ...],
+    pads_begin: tuple[int, ...],
+) -> tuple[int, int | None, tuple[tuple[int, int, int, int, tuple], ...]]:
+    """Per tap of :func:`_depthwise_same`: (tap index, first flat output, last + 1, flat shift, bands).
+
+    ``bands`` are index tuples into the (rows, *inner) grid of the tap's output span whose
+    pixels read across an inner edge (to be zeroed). Also the guard length and the tap
+    seeding the accumulator (every pixel valid), or None. Cached: shapes repeat each run.
+    """
+    nd = len(spatial)
+    pitches = [prod(spatial[i + 1:]) for i in range(nd)]
+    taps = []
+    guard = 1
+    seed = None
+    for t, tap in enumerate(np.ndindex(*kernel)):
+        delta = [k * d - b for k, d, b in zip(tap, dilations, pads_begin)]
+        off = sum(dl * p for dl, p in zip(delta, pitches))
+        guard = max(guard, abs(off) + 1)
+        r0, r1 = max(0, -delta[0]), min(out0, spatial[0] - delta[0])
+        if r1 <= r0:
+            continue
+        bands = []
+        for ax, dl in enumerate(delta[1:], start=1):  # grid axes: (planes, rows, inner axes...)
+            if dl:
+                band = [slice(None)] * (nd + 1)
+                size = spatial[ax]
+                band[ax + 1] = slice(0, min(-dl, size)) if dl < 0 else slice(max(size - dl, 0), size)
+                bands.append(tuple(band))
+        if seed is None and not bands and r0 == 0 and r1 == out0:
+            seed = t
+        taps.append((t, r0 * pitches[0], r1 * pitches[0], off, tuple(bands)))
+    if seed is not None:  # the seeding tap goes first
+        taps.sort(key=lambda e: e[0] != seed)
+    return guard, seed, tuple(taps)
+
+
+def _depthwise_same(
+    x: np.ndarray,
+    wk: np.ndarray,
+    y: np.ndarray,
+    pads_begin: Sequence[int],
+    dilations: Sequence[int],
+    out_shape: tuple[int, ...],
+    kernel: tuple[int, ...],
+) -> None:
+    """Unit-stride depthwise convolution whose inner output axes keep the input's sizes (``same`` padding).
+
+    Output and input planes then share one flat layout: tap ``k`` shifts pixel ``o`` to
+    ``o + delta`` with ``delta_i = k_i*d_i - pad_i``, a constant flat offset. Each tap is
+    one multiply-accumulate over the contiguous run of output rows whose first-axis
+    source lies inside the input; the pixels whose inner coordinates leave the input
+    (they wrapped onto a neighbouring row) are zeroed in the product before it is added.
+    The planes sit back to back in one flat buffer with a zero guard at both ends, so
+    every shifted read stays in bounds. Nothing is padded or cut per pixel. Writes into
+    ``y`` (planes, mult, *O).
+    """
+    n_img, n_ch = x.shape[:2]
+    planes = n_img * n_ch
+    mult = wk.shape[1]
+    spatial = tuple(x.shape[2:])
+    dtype = x.dtype
+    plane = prod(spatial)
+    rows_out = out_shape[0] * prod(spatial[1:])
+    guard, seed, taps = _same_plan(spatial, out_shape[0], tuple(kernel), tuple(dilations), tuple(pads_begin))
+    xs = x.reshape(planes, plane)
+    grid_tail = spatial[1:]
+    inner = prod(grid_tail)
+
+    def work(lo: int, hi: int) -> None:
+        cnt = hi - lo
+        buf = scratch("dw_guard", (cnt * plane + 2 * guard,), dtype)
+        buf[:guard] = 0
+        buf[guard + cnt * plane:] = 0
+        buf[guard:guard + cnt * plane].reshape(cnt, plane)[...] = xs[lo:hi]
+        acc = y[lo:hi].reshape(cnt, mult, rows_out)
+        tmp = scratch("dw_tmp", (cnt, mult, rows_out), dtype)
+        if n_img == 1:
+            coefs = wk[lo:hi]
+        else:
+            coefs = wk[np.arange(lo, hi) % n_ch]  # (cnt, mult, Kp)
+        if seed is None:
+            acc.fill(0)
+        span = cnt * plane
+        for t, a, b, off, bands in taps:
+            start = guard + off + a
+            src = buf[start:start + span].reshape(cnt, 1, plane)[:, :, :b - a]
+            coef = coefs[:, :, t:t + 1]
+            if t == seed:
+                np.multiply(src, coef, out=acc)
+                continue
+            part = tmp[:, :, :b - a]
+            np.multiply(src, coef, out=part)
+            if bands:
+                grid = part.reshape((cnt * mult, (b - a) // inner) + grid_tail)
+                for band in bands:
+                    grid[band] = 0
+            acc[:, :, a:b] += part
+
+    parallel_for(planes, work, work_per_item=2 * mult * rows_out * len(taps))
 
 
 def conv(

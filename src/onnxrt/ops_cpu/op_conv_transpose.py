@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from math import prod
 
@@ -109,18 +110,25 @@ def conv_transpose_core(
     np.matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
     col = col.reshape((n_img, m_out) + tuple(kernel) + tuple(spatial))
 
-    natural = tuple((n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(spatial, strides, kernel, dilations))
-    same = all(b == 0 for b in pads_begin) and natural == tuple(out_shape)
-    full = np.zeros((n_img, m_out) + natural, dtype) if same else scratch("convT_full", (n_img, m_out) + natural, dtype)
-    if not same:
-        full.fill(0)
     lead = (slice(None), slice(None))
+    if all(s == 1 for s in strides):
+        return _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, tuple(out_shape))
+    return _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, tuple(out_shape))
+
+
+def _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, out_shape) -> np.ndarray:
+    """col2im for unit strides: tap ``k`` adds its block at offset ``k*d`` of the unpadded output."""
+    n_img, m_out = col.shape[:2]
+    natural = tuple(n + (k - 1) * d for n, k, d in zip(spatial, kernel, dilations))
+    lead = (slice(None), slice(None))
+    same = not any(pads_begin) and natural == out_shape
+    full = np.zeros((n_img, m_out) + natural, col.dtype)
     for offset in np.ndindex(*kernel):
-        dst = lead + tuple(slice(k * d, k * d + (n - 1) * s + 1, s) for k, d, n, s in zip(offset, dilations, spatial, strides))
+        dst = lead + tuple(slice(k * d, k * d + n) for k, d, n in zip(offset, dilations, spatial))
         full[dst] += col[lead + offset]
     if same:
         return full
-    y = np.zeros((n_img, m_out) + tuple(out_shape), dtype)
+    y = np.zeros((n_img, m_out) + out_shape, col.dtype)
     src, dst = list(lead), list(lead)
     for b, o, n in zip(pads_begin, out_shape, natural):
         lo, hi = max(0, -b), min(o, n - b)
@@ -129,6 +137,50 @@ def conv_transpose_core(
         dst.append(slice(lo, hi))
         src.append(slice(lo + b, hi + b))
     y[tuple(dst)] = full[tuple(src)]
+    return y
+
+
+def _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, out_shape) -> np.ndarray:
+    """col2im for strides > 1 without strided accumulation.
+
+    Output position ``i*s + k*d`` has phase ``(k*d) mod s`` and index ``i + (k*d) div s``
+    inside its phase, so the unpadded output is kept as ``s`` interleaved phase planes
+    per axis (N, M, *s, *Q): every tap adds one contiguous block into its phase plane.
+    The planes are then interleaved into the cut output in one pass, one strided copy
+    per output residue class; positions outside the computed pixels stay zero.
+    """
+    n_img, m_out = col.shape[:2]
+    nd = len(kernel)
+    natural = [(n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(spatial, strides, kernel, dilations)]
+    q_len = [-(-v // s) for v, s in zip(natural, strides)]
+    phased = np.zeros((n_img, m_out) + tuple(strides) + tuple(q_len), col.dtype)
+    lead = (slice(None), slice(None))
+    for offset in np.ndindex(*kernel):
+        pos = [k * d for k, d in zip(offset, dilations)]
+        dst = lead + tuple(p % s for p, s in zip(pos, strides)) + tuple(
+            slice(p // s, p // s + n) for p, s, n in zip(pos, strides, spatial)
+        )
+        phased[dst] += col[lead + offset]
+    copies, covered = [], True
+    for residue in itertools.product(*[range(min(s, o)) for s, o in zip(strides, out_shape)]):
+        dst, src = list(lead), list(lead) + [0] * nd + [None] * nd
+        for i, (r, s, b, o, q) in enumerate(zip(residue, strides, pads_begin, out_shape, q_len)):
+            count = len(range(r, o, s))
+            t0 = r + b  # unpadded position of the class's first output
+            q0 = t0 // s
+            lo, hi = max(0, -q0), min(count, q - q0)  # outputs j whose phase index q0 + j exists
+            if lo > 0 or hi < count:
+                covered = False
+            if hi <= lo:
+                break
+            dst.append(slice(r + lo * s, r + (hi - 1) * s + 1, s))
+            src[2 + i] = t0 % s
+            src[2 + nd + i] = slice(q0 + lo, q0 + hi)
+        else:
+            copies.append((tuple(dst), tuple(src)))
+    y = (np.empty if covered else np.zeros)((n_img, m_out) + out_shape, col.dtype)
+    for dst, src in copies:
+        y[dst] = phased[src]
     return y
 
 

@@ -15,6 +15,7 @@ from ._conv_common import (
     check_auto_pad,
     offset_view,
     padded,
+    parallel_for,
     scratch,
     spatial_attr,
     window_geometry,
@@ -60,6 +61,7 @@ def _separable(
     out_shape: Sequence[int],
     ufunc: np.ufunc,
     identity: float | int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Reduce the windows of the unpadded ``x`` with ``ufunc`` one spatial axis at a time.
 
@@ -68,7 +70,8 @@ def _separable(
     each tap only touches the outputs whose input lies inside ``x`` (the padding is the
     ufunc's identity: -inf for max, 0 for sums). The widest tap seeds the output through
     the first ufunc call. Outer axes go first so the strided last axis runs on the
-    smallest array. Intermediates live in per-thread scratch buffers; the result is fresh.
+    smallest array. Intermediates live in per-thread scratch buffers; the result is fresh
+    (or ``out``).
     """
     nd = len(kernel)
     cur = x
@@ -77,14 +80,20 @@ def _separable(
         if not (kernel[i] == 1 and strides[i] == 1 and pads_begin[i] == 0 and x.shape[i + 2] == out_shape[i])
     ]
     if not todo:
-        return x.copy()
+        if out is None:
+            return x.copy()
+        np.copyto(out, x)
+        return out
     for n_done, i in enumerate(todo):
         axis = i + 2
         k, s, d, o = kernel[i], strides[i], dilations[i], out_shape[i]
         taps = _taps(cur.shape[axis], k, s, d, pads_begin[i], o)
         shape = cur.shape[:axis] + (o,) + cur.shape[axis + 1:]
         last = n_done == len(todo) - 1
-        nxt = np.empty(shape, cur.dtype) if last else scratch(f"pool_{n_done % 2}", shape, cur.dtype)
+        if last:
+            nxt = np.empty(shape, cur.dtype) if out is None else out
+        else:
+            nxt = scratch(f"pool_{n_done % 2}", shape, cur.dtype)
         lead = (slice(None),) * axis
 
         def src(tap, lo, hi):
@@ -278,26 +287,30 @@ def pool(
             y, idx = _max_with_indices(xp, in_shape, kernel, s, d, pb, out_shape, storage_order)
             return (y if y.dtype == out_dtype else y.astype(out_dtype)), idx
         # fmax: a NaN loses against a number (onnxruntime compares with '>')
-        ufunc = np.fmax if cdt.kind == "f" else np.maximum
-        y = _separable(xc, kernel, s, d, pb, out_shape, ufunc, _lowest(cdt))
-        return y if y.dtype == out_dtype else y.astype(out_dtype)
-
-    if mode == "lp":
-        pf = float(p)
-        xc = np.abs(xc) if pf == 1 else np.square(xc) if pf == 2 else np.abs(xc) ** cdt.type(pf)
-    y = _separable(xc, kernel, s, d, pb, out_shape, np.add, 0)
-    if mode == "avg":
-        scale = _inverse_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad), cdt)
-        if scale.ndim == 0:
-            y *= scale
-        else:
-            np.multiply(y, scale, out=y)
+        ufunc, identity = (np.fmax if cdt.kind == "f" else np.maximum), _lowest(cdt)
     else:
-        pf = float(p)
-        if pf == 2:
-            np.sqrt(y, out=y)
-        elif pf != 1:
-            np.power(y, cdt.type(1.0 / pf), out=y)
+        ufunc, identity = np.add, 0
+    pf = float(p)
+    scale = _inverse_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad), cdt) if mode == "avg" else None
+    planes = full[0] * full[1]
+    xs = xc.reshape((planes, 1) + tuple(in_shape))
+    y = np.empty((planes, 1) + tuple(out_shape), cdt)
+
+    def work(lo: int, hi: int) -> None:
+        src = xs[lo:hi]
+        if mode == "lp":  # |x|^p, then sums, then the p-th root
+            src = np.abs(src) if pf == 1 else np.square(src) if pf == 2 else np.abs(src) ** cdt.type(pf)
+        part = _separable(src, kernel, s, d, pb, out_shape, ufunc, identity, out=y[lo:hi])
+        if mode == "avg":
+            np.multiply(part, scale, out=part)
+        elif mode == "lp":
+            if pf == 2:
+                np.sqrt(part, out=part)
+            elif pf != 1:
+                np.power(part, cdt.type(1.0 / pf), out=part)
+
+    parallel_for(planes, work, work_per_item=prod(in_shape) * 2)
+    y = y.reshape(full)
     return y if y.dtype == out_dtype else y.astype(out_dtype)
 
 
