@@ -13,6 +13,7 @@ import onnx
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
+from ._memory import tune_malloc
 from .model import check_versions, load_model
 from .plan import Plan, Step, optimization_level
 
@@ -170,6 +171,7 @@ class OnnxInference:
     """
 
     def __init__(self, model: Any, options: Any = None):
+        tune_malloc()
         self._build(model, options)
 
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
