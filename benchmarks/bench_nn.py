@@ -1,0 +1,205 @@
+"""Neural-network operators: onnxrt vs onnxruntime on typical CNN / sequence layer sizes.
+
+Usage: python benchmarks/bench_nn.py [--repeat 30] [--only conv,pool] [--threads N]
+Prints a markdown table of median and minimum times (runtimes run alternately in one
+process), the ratios onnxrt/onnxruntime (lower is better) and the target ratio of issue 4
+(Conv and pooling <= 1.5, the rest <= 2). The verdict uses the median; on a shared
+machine the minimum tells what each runtime does when it is not preempted. Operators
+onnxrt does not register yet are skipped with a note. Each case first checks that both
+runtimes give the same outputs.
+
+``--threads N`` runs both runtimes with N threads: onnxruntime's intra-op pool, onnxrt's
+kernel pool and BLAS (through threadpoolctl when installed). Without it each runtime
+keeps its defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import check_same, fmt_time, make_runners, markdown_table  # noqa: E402
+
+F = TensorProto.FLOAT
+
+
+def _model(
+    op: str,
+    inputs: list[tuple[str, np.ndarray | list[int]]],
+    n_outputs: int = 1,
+    opset: int = 21,
+    **atts: Any,
+) -> onnx.ModelProto:
+    """One-node model; an input given as an array is an initializer (weights), a list is a fed shape, '' is omitted."""
+    feeds, inits = [], []
+    for name, value in inputs:
+        if not name:  # an omitted optional input
+            continue
+        if isinstance(value, np.ndarray):
+            inits.append(numpy_helper.from_array(value, name))
+        else:
+            feeds.append(helper.make_tensor_value_info(name, F, value))
+    outs = [f"y{i}" for i in range(n_outputs)]
+    node = helper.make_node(op, [n for n, _ in inputs], outs, **atts)
+    graph = helper.make_graph([node], op, feeds, [helper.make_tensor_value_info(o, F, None) for o in outs], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+def cases(rng: np.random.Generator) -> Iterator[tuple[str, str, str, float, onnx.ModelProto, dict[str, np.ndarray]]]:
+    """(family, label, op_type, target ratio, model, feeds) per benchmarked case."""
+
+    def rand(*shape: int, scale: float = 1.0) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    x56 = rand(1, 64, 56, 56)
+    yield ("conv", "Conv 3x3 64->64 56x56", "Conv", 1.5,
+           _model("Conv", [("x", [1, 64, 56, 56]), ("w", rand(64, 64, 3, 3, scale=0.05)), ("b", rand(64))], pads=[1, 1, 1, 1]),
+           {"x": x56})
+    yield ("conv", "Conv 1x1 256->64 56x56", "Conv", 1.5,
+           _model("Conv", [("x", [1, 256, 56, 56]), ("w", rand(64, 256, 1, 1, scale=0.05)), ("b", rand(64))]),
+           {"x": rand(1, 256, 56, 56)})
+    yield ("conv", "Conv depthwise 3x3 128ch 56x56", "Conv", 1.5,
+           _model("Conv", [("x", [1, 128, 56, 56]), ("w", rand(128, 1, 3, 3)), ("b", rand(128))], pads=[1, 1, 1, 1], group=128),
+           {"x": rand(1, 128, 56, 56)})
+    yield ("conv", "ConvTranspose 4x4/2 64->32 28->56", "ConvTranspose", 1.5,
+           _model("ConvTranspose", [("x", [1, 64, 28, 28]), ("w", rand(64, 32, 4, 4, scale=0.05)), ("b", rand(32))],
+                  strides=[2, 2], pads=[1, 1, 1, 1]),
+           {"x": rand(1, 64, 28, 28)})
+    yield ("pool", "MaxPool 3x3/2 64ch 112->56", "MaxPool", 1.5,
+           _model("MaxPool", [("x", [1, 64, 112, 112])], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+           {"x": rand(1, 64, 112, 112)})
+    yield ("pool", "AveragePool 3x3/1 pad 1 64ch 56x56", "AveragePool", 1.5,
+           _model("AveragePool", [("x", [1, 64, 56, 56])], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+           {"x": x56})
+    yield ("norm", "BatchNormalization 64ch 56x56", "BatchNormalization", 2.0,
+           _model("BatchNormalization", [("x", [1, 64, 56, 56]), ("s", rand(64)), ("bias", rand(64)), ("mean", rand(64)),
+                                         ("var", np.abs(rand(64)) + 0.5)]),
+           {"x": x56})
+    yield ("norm", "LayerNormalization 128x768", "LayerNormalization", 2.0,
+           _model("LayerNormalization", [("x", [1, 128, 768]), ("s", rand(768)), ("bias", rand(768))], axis=-1),
+           {"x": rand(1, 128, 768)})
+    yield ("vision", "Resize linear x2 64ch 56->112", "Resize", 2.0,
+           _model("Resize", [("x", [1, 64, 56, 56]), ("", None),
+                             ("scales", np.array([1, 1, 2, 2], np.float32))], mode="linear"),
+           {"x": x56})
+    # NonMaxSuppression: 1,000 boxes, one class
+    corners = rng.uniform(0, 100, (1000, 2)).astype(np.float32)
+    sizes = rng.uniform(5, 30, (1000, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + sizes], axis=1)[None]
+    nms = _model("NonMaxSuppression", [("boxes", [1, 1000, 4]), ("scores", [1, 1, 1000]),
+                                       ("max_out", np.array([200], np.int64)), ("iou", np.array([0.5], np.float32)),
+                                       ("score_th", np.array([0.0], np.float32))])
+    nms.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    yield ("vision", "NonMaxSuppression 1,000 boxes", "NonMaxSuppression", 2.0, nms,
+           {"boxes": boxes, "scores": rng.uniform(0, 1, (1, 1, 1000)).astype(np.float32)})
+    hid = 128
+    yield ("rnn", "LSTM seq 50 hidden 128", "LSTM", 2.0,
+           _model("LSTM", [("x", [50, 1, 128]), ("w", rand(1, 4 * hid, 128, scale=0.1)), ("r", rand(1, 4 * hid, hid, scale=0.1)),
+                           ("b", rand(1, 8 * hid, scale=0.1))], n_outputs=1, hidden_size=hid),
+           {"x": rand(50, 1, 128)})
+    yield ("attention", "Attention seq 128, 8 heads x 64", "Attention", 2.0,
+           _model("Attention", [("q", [1, 8, 128, 64]), ("k", [1, 8, 128, 64]), ("v", [1, 8, 128, 64])], opset=23),
+           {"q": rand(1, 8, 128, 64), "k": rand(1, 8, 128, 64), "v": rand(1, 8, 128, 64)})
+
+
+def runners_with_threads(model: onnx.ModelProto, threads: int) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """onnxrt and onnxruntime sessions, onnxruntime limited to ``threads`` intra-op threads."""
+    import onnxruntime as ort
+
+    import onnxrt
+
+    data = model.SerializeToString()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    osess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    sess = onnxrt.InferenceSession(data)
+    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": lambda feeds: osess.run(None, feeds)}
+
+
+def thread_limits(threads: int | None) -> contextlib.AbstractContextManager:
+    """onnxrt's kernel pool and BLAS limited to ``threads`` (None: unchanged)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    from onnxrt.ops_cpu import _conv_common
+
+    _conv_common.KERNEL_THREADS = threads
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        print("  threadpoolctl is not installed: BLAS keeps its own thread count", file=sys.stderr)
+        return contextlib.nullcontext()
+    return threadpool_limits(threads)
+
+
+def time_runs(runners: dict[str, Callable[[dict[str, Any]], Any]], feeds: dict[str, Any], repeat: int, max_seconds: float) -> dict[str, tuple[float, float]]:
+    """(median, minimum) seconds per runtime; the runtimes take turns each round after a warm-up."""
+    for fn in runners.values():
+        fn(feeds)
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    start = time.perf_counter()
+    for r in range(repeat):
+        for name, fn in runners.items():
+            t0 = time.perf_counter()
+            fn(feeds)
+            times[name].append(time.perf_counter() - t0)
+        if time.perf_counter() - start > max_seconds and r >= 4:
+            break
+    return {k: (statistics.median(v), min(v)) for k, v in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--only", default="", help="comma-separated families: conv,pool,norm,vision,rnn,attention")
+    parser.add_argument("--max-seconds", type=float, default=15.0)
+    parser.add_argument("--threads", type=int, default=None, help="threads of both runtimes (default: their own defaults)")
+    args = parser.parse_args()
+
+    from onnxrt import registry
+
+    only = {f.strip() for f in args.only.split(",") if f.strip()}
+    rng = np.random.default_rng(0)
+    rows = []
+    with thread_limits(args.threads):
+        for family, label, op, target, model, feeds in cases(rng):
+            if only and family not in only:
+                continue
+            opset = model.opset_import[0].version
+            if registry.lookup(op, "", opset) is None:
+                print(f"  skipped {label}: onnxrt has no {op} kernel at opset {opset} yet", file=sys.stderr)
+                rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "skipped (not implemented)"])
+                continue
+            try:
+                runners = make_runners(model, with_reference=False) if args.threads is None else runners_with_threads(model, args.threads)
+                check_same(runners, feeds, rtol=1e-3)
+                res = time_runs(runners, feeds, args.repeat, args.max_seconds)
+            except Exception as e:  # noqa: BLE001  (a failing or wrong kernel is reported, not timed)
+                print(f"  {label}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+                rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "failed or outputs differ"])
+                continue
+            (ma, mina), (mb, minb) = res["onnxrt"], res["onnxruntime"]
+            ratio = ma / mb
+            verdict = "ok" if ratio <= target else "slower than target"
+            rows.append([label, fmt_time(ma), fmt_time(mb), f"{ratio:.2f}", f"{fmt_time(mina)} / {fmt_time(minb)}",
+                         f"{mina / minb:.2f}", f"{target:.1f}", verdict])
+            print(f"  {label}: onnxrt/ort median {ratio:.2f}, min {mina / minb:.2f}", file=sys.stderr)
+    threads = "defaults" if args.threads is None else f"{args.threads} thread(s)"
+    print(f"threads: {threads}; load average before the run: {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "")
+    print(markdown_table(["case", "onnxrt (median)", "onnxruntime (median)", "ratio", "min onnxrt / ort", "ratio (min)", "target", "verdict"], rows))
+
+
+if __name__ == "__main__":
+    main()
