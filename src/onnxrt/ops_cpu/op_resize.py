@@ -24,7 +24,7 @@ COORDINATE_MODES = {
 #: Upsample and Resize-10 round nearest coordinates this way ("simple" in onnxruntime)
 LEGACY_NEAREST = "legacy"
 #: axes whose input is longer than this are resampled block by block (banded matrices)
-_DENSE_LIMIT = 16
+_DENSE_LIMIT = 64
 #: about this many inputs feed each block of outputs
 _BLOCK_INPUTS = 16
 
@@ -184,13 +184,15 @@ def _band_blocks(idx: np.ndarray, weights: np.ndarray, in_len: int) -> tuple[tup
 
 @dataclass(frozen=True)
 class AxisPlan:
-    """How one axis is resampled: a gather (nearest) or banded matrix blocks (linear, cubic)."""
+    """How one axis is resampled: a gather (nearest), banded matrix blocks (linear, cubic),
+    or, when shrinking by 2 or more with a few taps, one gather per tap."""
 
     in_len: int
     out_len: int
     index: np.ndarray | None
     blocks: tuple[tuple[int, int, int, int, np.ndarray], ...]
     outside: np.ndarray | None
+    taps: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @lru_cache(maxsize=256)
@@ -217,6 +219,10 @@ def axis_plan(
     if mode == "nearest":
         return AxisPlan(in_len, out_len, nearest_indices(xo, in_len, nearest_mode, scale), (), outside)
     idx, w = filter_taps(xo, in_len, mode, scale, cubic_coeff_a, exclude_outside, antialias)
+    if in_len >= 2 * out_len and idx.shape[1] <= 4:
+        # a strong shrink without antialias reads a few inputs per output: the matrix
+        # products would mostly multiply zeros, one gather per tap is cheaper
+        return AxisPlan(in_len, out_len, None, (), outside, (idx, w))
     return AxisPlan(in_len, out_len, None, _band_blocks(idx, w, in_len), outside)
 
 
@@ -236,8 +242,25 @@ def _matmul_axis(m: np.ndarray, x3: np.ndarray, out: np.ndarray | None = None) -
     return out
 
 
+def _apply_taps(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
+    """Sum over the taps of weight * input gathered along ``axis`` (a loop over 2 to 4 taps)."""
+    idx, w = plan.taps
+    shape = [1] * x.ndim
+    shape[axis] = plan.out_len
+    weights = w.astype(x.real.dtype)
+    acc = np.take(x, idx[:, 0], axis=axis)
+    acc *= weights[:, 0].reshape(shape)
+    for t in range(1, idx.shape[1]):
+        term = np.take(x, idx[:, t], axis=axis)
+        term *= weights[:, t].reshape(shape)
+        acc += term
+    return acc
+
+
 def _apply_blocks(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     """Multiply axis ``axis`` of ``x`` by the plan's matrix: BLAS products, no gathers."""
+    if plan.taps is not None:
+        return _apply_taps(x, axis, plan)
     shape = x.shape
     pre = int(np.prod(shape[:axis], dtype=np.int64))
     post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
@@ -388,8 +411,13 @@ def resize(
     if not plans:
         return x.copy()
 
-    # the most shrunk axis first (less data for the next ones), then the innermost
-    order = sorted(plans, key=lambda a: (plans[a].out_len / plans[a].in_len, -a))
+    # the most shrunk axis first (less data for the next ones); among equals the innermost
+    # first when growing, last when shrinking (its gathers then run on fewer rows)
+    def rank(a: int) -> tuple[float, int]:
+        ratio = plans[a].out_len / plans[a].in_len
+        return ratio, (-a if ratio >= 1 else a)
+
+    order = sorted(plans, key=rank)
     if mode == "nearest":
         y = x
         for ax in order:  # one take per axis: whole rows move at once
