@@ -24,7 +24,7 @@ COORDINATE_MODES = {
 #: Upsample and Resize-10 round nearest coordinates this way ("simple" in onnxruntime)
 LEGACY_NEAREST = "legacy"
 #: axes whose input is longer than this are resampled block by block (banded matrices)
-_DENSE_LIMIT = 64
+_DENSE_LIMIT = 16
 #: about this many inputs feed each block of outputs
 _BLOCK_INPUTS = 16
 
@@ -56,7 +56,7 @@ def source_coordinates(
     f = np.float32
     x = np.arange(out_len, dtype=f)
     s, half, n_in, one = f(scale), f(0.5), f(in_len), f(1.0)
-    big = f(in_len) * s if resized is None else f(resized)
+    length_resized = f(in_len) * s if resized is None else f(resized)
     if mode == "half_pixel":
         xo = (x + half) / s - half
     elif mode == "half_pixel_symmetric":
@@ -67,15 +67,18 @@ def source_coordinates(
     elif mode == "pytorch_half_pixel":
         xo = (x + half) / s - half if out_len > 1 else np.zeros(out_len, dtype=f)
     elif mode == "align_corners":
-        xo = x * (n_in - one) / (big - one) if big != one else np.zeros(out_len, dtype=f)
+        if length_resized != one:
+            xo = x * (n_in - one) / (length_resized - one)
+        else:
+            xo = np.zeros(out_len, dtype=f)
     elif mode == "asymmetric":
         xo = x / s
     elif mode == "tf_half_pixel_for_nn":
         xo = (x + half) / s
     elif mode == "tf_crop_and_resize":
         start, end = f(roi_start), f(roi_end)
-        if big != one:
-            xo = start * (n_in - one) + x * (end - start) * (n_in - one) / (big - one)
+        if length_resized != one:
+            xo = start * (n_in - one) + x * (end - start) * (n_in - one) / (length_resized - one)
         else:
             xo = np.full(out_len, half * (start + end) * (n_in - one), dtype=f)
     else:
