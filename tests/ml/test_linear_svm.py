@@ -161,6 +161,15 @@ def test_pairwise_coupling_solves_the_quadratic_problem():
         np.testing.assert_allclose(pr, exact, atol=5e-3)
 
 
+def test_pairwise_coupling_small_batches_take_the_same_steps():
+    # a batch of up to 4 rows runs on Python floats, larger ones vectorized: same results
+    for k in (2, 3, 6):
+        r = RNG.uniform(0.02, 0.98, size=(9, k, k))
+        r = np.triu(r, 1)
+        r = r + np.swapaxes(1 - r, 1, 2) * (np.tril(np.ones((k, k)), -1) > 0)
+        np.testing.assert_allclose(pairwise_coupling(r), np.concatenate([pairwise_coupling(r[i:i + 3]) for i in range(0, 9, 3)]), rtol=1e-12, atol=1e-14)
+
+
 SV = [1.0, 0.0, 0.0, 1.0, -1.0, -1.0, 0.5, 0.5]  # 4 support vectors of 2 features
 X2 = RNG.standard_normal((20, 2)).astype(np.float32)
 

@@ -22,8 +22,12 @@ _COMPARE = {
     NEQ: np.not_equal,
 }
 
-#: rows x trees handled per chunk: keeps the state arrays of one level in the CPU cache
-_CHUNK_ELEMENTS = 1 << 15
+#: rows x trees handled per chunk: the state arrays of one level stay in the CPU caches
+#: (measured on a RandomForest of 100 trees: 1e5 elements walk 1.6x faster than 3e4 or 1e6)
+_CHUNK_ELEMENTS = 100_000
+#: at most this many targets are aggregated one by one (contiguous take + sum per target);
+#: beyond, one [rows, trees, targets] gather
+_PER_TARGET = 16
 
 
 @dataclass
@@ -94,6 +98,8 @@ class Forest:
         self._tables["nan2"] = np.repeat(2 * nan_child, 2)
         self._tables["feature2"] = np.repeat(self.feature, 2)
         self._tables["leaf_row2"] = np.repeat(self.leaf_row, 2)
+        self._tables["leaf_row"] = self.leaf_row
+        self._tables["roots2"] = 2 * self.roots
         modes = set(np.unique(self.mode[inner]).tolist())
         self._tables["modes"] = sorted(modes)
         thr = self.threshold
@@ -106,6 +112,8 @@ class Forest:
             cch[0::2] = 2 * np.where(flip, self.true_child, self.false_child)
             cch[1::2] = 2 * np.where(flip, self.false_child, self.true_child)
             self._tables["canonical_children"] = cch
+            # the last level maps straight to leaf rows (saves one take per chunk)
+            self._tables["canonical_last"] = self.leaf_row.take(cch >> 1)
         if MEMBER in modes:
             self._compile_members()
         self._tables["threshold"] = thr
@@ -178,54 +186,69 @@ class Forest:
 
     # -- walking -----------------------------------------------------------------------------
 
+    def _chunk_rows(self) -> int:
+        return max(1, _CHUNK_ELEMENTS // max(1, len(self.roots)))
+
+    def _check_features(self, x: np.ndarray) -> None:
+        if x.shape[1] < self.n_features:
+            raise KernelError(
+                f"{self.label} reads feature {self.n_features - 1} but the input has {x.shape[1]} features."
+            )
+
     def leaves(self, x: np.ndarray) -> np.ndarray:
         """Leaf rows ([N, T], rows of ``weights``) reached by every row of ``x`` in every tree."""
-        n, nf = x.shape
-        if nf < self.n_features:
-            raise KernelError(
-                f"{self.label} reads feature {self.n_features - 1} but the input has {nf} features."
-            )
-        ntrees = len(self.roots)
+        self._check_features(x)
+        n, ntrees = x.shape[0], len(self.roots)
         out = np.empty((n, ntrees), dtype=np.intp)
-        if n == 0 or ntrees == 0:
-            return out
-        step = max(1, _CHUNK_ELEMENTS // ntrees)
-        canonical = self._tables["canonical"]
-        if canonical:
-            cdtype = np.result_type(x.dtype, self.threshold.dtype)
-            thr2 = self._canonical_threshold(cdtype)
+        step = self._chunk_rows()
+        walk = self._walker(x)
         for start in range(0, n, step):
-            xc = x[start:start + step]
-            if canonical:
-                out[start:start + step] = self._walk_canonical(xc, thr2)
-            else:
-                out[start:start + step] = self._walk_general(xc)
+            out[start:start + step] = walk(x[start:start + step])
         return out
 
+    def _walker(self, x: np.ndarray):
+        """The walk function for this input: the canonical one when every mode allows it."""
+        if self._tables["canonical"]:
+            thr2 = self._canonical_threshold(np.result_type(x.dtype, self.threshold.dtype))
+            return lambda chunk: self._walk_canonical(chunk, thr2)
+        return self._walk_general
+
     def _walk_canonical(self, x: np.ndarray, thr2: np.ndarray) -> np.ndarray:
-        """Every comparison is ``x <= t'``: seven numpy calls per level."""
+        """Every comparison is ``x <= t'``: six numpy calls per level into reused buffers."""
         t = self._tables
-        feature2, children, nan2 = t["feature2"], t["canonical_children"], t["nan2"]
+        feature2, children = t["feature2"], t["canonical_children"]
         n, nf = x.shape
+        ntrees = len(self.roots)
         flat = np.ascontiguousarray(x).reshape(-1)
         has_nan = flat.dtype.kind == "f" and bool(np.isnan(flat).any())
-        state = np.empty((n, len(self.roots)), dtype=np.intp)
-        state[:] = 2 * self.roots
-        rowoff = (np.arange(n, dtype=np.intp) * nf)[:, None]
-        for _ in range(self.depth):
-            f = feature2.take(state)
-            f += rowoff
-            xv = flat.take(f)
-            c = xv <= thr2.take(state)
+        state = np.empty((n, ntrees), dtype=np.intp)
+        state[:] = t["roots2"]
+        after = np.empty_like(state)
+        index = np.empty_like(state)
+        xv = np.empty(state.shape, dtype=flat.dtype)
+        tv = np.empty(state.shape, dtype=thr2.dtype)
+        c = np.empty(state.shape, dtype=bool)
+        rowoff = (np.arange(n, dtype=np.intp) * nf)[:, None] if n > 1 else None
+        if self.depth == 0:
+            return t["leaf_row2"].take(state)
+        last = self.depth - 1
+        # mode="wrap" skips take's bounds check and temporary copy: every index is valid
+        for level in range(self.depth):
+            np.take(feature2, state, out=index, mode="wrap")
+            if rowoff is not None:
+                index += rowoff
+            np.take(flat, index, out=xv, mode="wrap")
+            np.take(thr2, state, out=tv, mode="wrap")
+            np.less_equal(xv, tv, out=c)
             if has_nan:
                 nan = np.isnan(xv)
-                after = children.take(state + c)
-                after[nan] = nan2.take(state[nan])
-                state = after
-            else:
-                state += c
-                state = children.take(state)
-        return t["leaf_row2"].take(state)
+                nan_next = t["nan2"].take(state[nan])
+            state += c
+            np.take(children if level < last else t["canonical_last"], state, out=after, mode="wrap")
+            if has_nan:
+                after[nan] = nan_next if level < last else t["leaf_row"].take(nan_next >> 1)
+            state, after = after, state
+        return state
 
     def _walk_general(self, x: np.ndarray) -> np.ndarray:
         """Any mode (EQ, NEQ, BRANCH_MEMBER): one comparison per mode present, per level."""
@@ -237,7 +260,7 @@ class Forest:
         flat = np.ascontiguousarray(x).reshape(-1)
         has_nan = flat.dtype.kind == "f" and bool(np.isnan(flat).any())
         state = np.empty((n, len(self.roots)), dtype=np.intp)
-        state[:] = 2 * self.roots
+        state[:] = t["roots2"]
         rowoff = (np.arange(n, dtype=np.intp) * nf)[:, None]
         for _ in range(self.depth):
             f = feature2.take(state)
@@ -271,37 +294,68 @@ class Forest:
 
         SUM adds every vote of the leaves reached; AVERAGE divides that sum by the number
         of trees; MIN/MAX keep the smallest/largest vote per target. A target without any
-        vote scores 0. ``has`` is computed when ``need_has`` or for MIN/MAX.
+        vote scores 0. ``has`` is computed when ``need_has`` or for MIN/MAX. Rows go by
+        chunks: each chunk is walked then aggregated while its leaves are still in cache.
         """
-        leaf = self.leaves(x)
-        n = leaf.shape[0]
-        if aggregate in ("SUM", "AVERAGE"):
-            w = self.weights
-            scores = np.empty((n, self.n_targets), dtype=np.float64)
-            step = max(1, _CHUNK_ELEMENTS // max(1, leaf.shape[1] * max(1, self.n_targets) // 4))
-            for s in range(0, n, step):
-                scores[s:s + step] = w.take(leaf[s:s + step], axis=0).sum(axis=1, dtype=np.float64)
-            if aggregate == "AVERAGE" and leaf.shape[1]:
-                scores /= leaf.shape[1]
-            has = self._has(leaf) if need_has else None
+        self._check_features(x)
+        n, ntrees, nt = x.shape[0], len(self.roots), self.n_targets
+        scores = np.zeros((n, nt), dtype=np.float64)
+        extreme = aggregate in ("MIN", "MAX")
+        want_has = need_has or extreme
+        has = np.zeros((n, nt), dtype=bool) if want_has else None
+        if n == 0 or ntrees == 0:
             return scores, has
-        extreme = self.wmin if aggregate == "MIN" else self.wmax
-        reduce = np.min if aggregate == "MIN" else np.max
-        if leaf.shape[1]:
-            scores = reduce(extreme.take(leaf, axis=0), axis=1)
-        else:
-            scores = np.zeros((n, self.n_targets))
-        has = self._has(leaf)
-        scores = np.where(has, scores, 0.0)
+        all_has = want_has and self._all_has()
+        walk = self._walker(x)
+        step = self._chunk_rows()
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            leaf = walk(x[start:stop])
+            if extreme:
+                self._extreme_chunk(leaf, aggregate, scores[start:stop])
+            else:
+                self._sum_chunk(leaf, scores[start:stop])
+            if want_has and not all_has:
+                has[start:stop] = self.has.take(leaf, axis=0).any(axis=1)
+        if want_has and all_has:
+            has[:] = True
+        if aggregate == "AVERAGE":
+            scores /= ntrees
+        if extreme and not all_has:
+            scores[~has] = 0.0
         return scores, has
 
-    def _has(self, leaf: np.ndarray) -> np.ndarray:
+    def _per_target(self, table: np.ndarray, key: str) -> np.ndarray:
+        """A [targets, leaves] contiguous copy of a [leaves, targets] table (cached)."""
+        out = self._tables.get(key)
+        if out is None:
+            out = self._tables[key] = np.ascontiguousarray(table.T)
+        return out
+
+    def _sum_chunk(self, leaf: np.ndarray, out: np.ndarray) -> None:
+        if self.n_targets <= _PER_TARGET:
+            # one contiguous gather and row sum per target beats a [rows, trees, targets] gather
+            wt = self._per_target(self.weights, "weights_t")
+            for k in range(self.n_targets):
+                out[:, k] = wt[k].take(leaf).sum(axis=1, dtype=np.float64)
+        else:
+            out[...] = self.weights.take(leaf, axis=0).sum(axis=1, dtype=np.float64)
+
+    def _extreme_chunk(self, leaf: np.ndarray, aggregate: str, out: np.ndarray) -> None:
+        table = self.wmin if aggregate == "MIN" else self.wmax
+        reduce = np.min if aggregate == "MIN" else np.max
+        if self.n_targets <= _PER_TARGET:
+            wt = self._per_target(table, f"{aggregate}_t")
+            for k in range(self.n_targets):
+                out[:, k] = reduce(wt[k].take(leaf), axis=1)
+        else:
+            out[...] = reduce(table.take(leaf, axis=0), axis=1)
+
+    def _all_has(self) -> bool:
         all_has = self._tables.get("all_has")
         if all_has is None:
             all_has = self._tables["all_has"] = self._covers_every_target()
-        if all_has:
-            return np.ones((leaf.shape[0], self.n_targets), dtype=bool)
-        return self.has.take(leaf, axis=0).any(axis=1)
+        return all_has
 
     def _covers_every_target(self) -> bool:
         """Whether every row gets a vote for every target: for each target, some tree votes

@@ -50,37 +50,70 @@ def pairwise_coupling(r: np.ndarray, max_iter: int = 100) -> np.ndarray:
     Method 2 of Wu, Lin and Weng (2004), "Probability estimates for multi-class
     classification by pairwise coupling", the one libsvm (and so scikit-learn's SVC)
     implements: minimise p^T Q p under sum(p) = 1 with Q[t, t] = sum_{j != t} r[j, t]^2 and
-    Q[t, j] = -r[j, t] r[t, j], by coordinate updates until max_t |(Qp)_t - p^T Q p| < 0.005 / k.
-    Vectorized over rows: every row runs the same sequence of coordinate updates; a row stops
-    changing once it has converged, as it would alone. Loops over iterations and classes only.
+    Q[t, j] = -r[j, t] r[t, j], by coordinate updates until max_t |(Qp)_t - p^T Q p| < 0.005 / k
+    (at most max(100, k) sweeps). Every row runs the same sequence of updates and stops
+    changing once it has converged, as it would alone. A batch of a few rows is solved with
+    Python floats (numpy's per-call cost dominates there); larger batches are vectorized over
+    rows, looping over sweeps and classes only.
     """
     n, k = r.shape[0], r.shape[1]
-    rt = np.swapaxes(r, 1, 2)  # rt[:, t, j] = r[:, j, t]
-    q = -rt * r  # Q[t, j] = -r[j, t] r[t, j]
-    diag = (rt * rt).sum(axis=2) - (np.diagonal(rt, axis1=1, axis2=2) ** 2)
-    idx = np.arange(k)
-    q[:, idx, idx] = diag
-    p = np.full((n, k), 1.0 / k)
+    iterations = max(max_iter, k)
     eps = 0.005 / k
-    active = np.ones(n, dtype=bool)
-    for _ in range(max(max_iter, k)):
-        qp = np.einsum("ntj,nj->nt", q, p)
-        pqp = (p * qp).sum(axis=1)
-        err = np.abs(qp - pqp[:, None]).max(axis=1)
-        active &= err >= eps
-        if not active.any():
-            break
-        a = active
-        pa, qpa, pqpa, qa = p[a], qp[a], pqp[a], q[a]
+    if n <= 4:
+        return np.array([_coupling_one(row, k, iterations, eps) for row in r.tolist()]).reshape(n, k)
+    rt = np.swapaxes(r, 1, 2)  # rt[:, t, j] = r[:, j, t]
+    q = -rt * r
+    idx = np.arange(k)
+    q[:, idx, idx] = (rt * rt).sum(axis=2) - rt[:, idx, idx] ** 2
+    # class-major layout: q[t, j] and p[t] are contiguous [rows] vectors
+    qc = np.ascontiguousarray(q.transpose(1, 2, 0))
+    p = np.full((k, n), 1.0 / k)
+    result = np.empty((n, k))
+    rows = np.arange(n)
+    for _ in range(iterations):
+        qp = (qc * p[None, :, :]).sum(axis=1)
+        pqp = (p * qp).sum(axis=0)
+        converged = np.abs(qp - pqp).max(axis=0) < eps
+        if converged.any():
+            # converged rows are final: store them and go on with the others only
+            result[rows[converged]] = p[:, converged].T
+            keep = ~converged
+            if not keep.any():
+                return result
+            rows, p, qp, pqp, qc = rows[keep], p[:, keep], qp[:, keep], pqp[keep], qc[:, :, keep]
         for t in range(k):
-            qtt = qa[:, t, t]
-            diff = (pqpa - qpa[:, t]) / qtt
-            pa[:, t] += diff
+            qtt = qc[t, t]
+            diff = (pqp - qp[t]) / qtt
+            p[t] += diff
             scale = 1 + diff
-            pqpa = (pqpa + diff * (diff * qtt + 2 * qpa[:, t])) / (scale * scale)
-            qpa = (qpa + diff[:, None] * qa[:, t, :]) / scale[:, None]
-            pa /= scale[:, None]
-        p[a] = pa
+            pqp = (pqp + diff * (diff * qtt + 2 * qp[t])) / (scale * scale)
+            qp += diff * qc[t]
+            qp /= scale
+            p /= scale
+    result[rows] = p.T
+    return result
+
+
+def _coupling_one(r: list[list[float]], k: int, iterations: int, eps: float) -> list[float]:
+    """The coupling of one row with Python floats (r as nested lists)."""
+    q = [[-r[j][t] * r[t][j] for j in range(k)] for t in range(k)]
+    for t in range(k):
+        q[t][t] = sum(r[j][t] * r[j][t] for j in range(k) if j != t)
+    p = [1.0 / k] * k
+    for _ in range(iterations):
+        qp = [sum(q[t][j] * p[j] for j in range(k)) for t in range(k)]
+        pqp = sum(p[t] * qp[t] for t in range(k))
+        if max(abs(qp[t] - pqp) for t in range(k)) < eps:
+            break
+        for t in range(k):
+            qtt = q[t][t]
+            diff = (-qp[t] + pqp) / qtt
+            p[t] += diff
+            scale = 1 + diff
+            pqp = (pqp + diff * (diff * qtt + 2 * qp[t])) / (scale * scale)
+            qt = q[t]
+            qp = [(qp[j] + diff * qt[j]) / scale for j in range(k)]
+            p = [v / scale for v in p]
     return p
 
 
@@ -172,6 +205,7 @@ class SVMClassifier(_SVMBase):
             if labels.size < k:
                 raise InvalidAttributeError(f"{label} has {k} classes in 'vectors_per_class' but {labels.size} class labels.")
             self._k = k
+            self._pairs = np.triu_indices(k, 1)
             self._pair_weights = self._pair_matrix(vpc, self._coef.reshape(k - 1, n_sv))
         else:
             self._k = None
@@ -201,7 +235,7 @@ class SVMClassifier(_SVMBase):
             return self._linear(x)
         dec = self._kernel_of(x) @ self._pair_weights + self._rho
         k = self._k
-        ii, jj = np.triu_indices(k, 1)
+        ii, jj = self._pairs
         if k == 2:
             winner = (dec[:, 0] <= 0).astype(np.intp)
         else:
