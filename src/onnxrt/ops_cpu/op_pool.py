@@ -108,6 +108,9 @@ def _separable(
             nxt.fill(identity)
             cur = nxt
             continue
+        if i == nd - 1 and _last_axis_flat(cur, k, s, d, pads_begin[i], o, ufunc, identity, nxt):
+            cur = nxt
+            continue
         base = taps[0]
         blo, bhi, _ = base
         if blo > 0:
@@ -134,6 +137,77 @@ def _separable(
             ufunc(dst(lo, hi), src(tap, lo, hi), out=dst(lo, hi))
         cur = nxt
     return cur
+
+
+@lru_cache(maxsize=1024)
+def _edge_columns(length: int, k: int, s: int, d: int, b: int, o: int, first: int, stop: int) -> tuple[int, ...]:
+    """Outputs of one axis whose window leaves [0, length), plus those before ``first`` / from ``stop`` on."""
+    cols = set(range(0, min(first, o))) | set(range(max(stop, 0), o))
+    for t in range(k):
+        shift = t * d - b
+        lo = 0 if shift >= 0 else (-shift + s - 1) // s
+        hi = min(o, (length - 1 - shift) // s + 1) if length - 1 - shift >= 0 else 0
+        cols.update(range(0, min(lo, o)))
+        cols.update(range(max(hi, 0), o))
+    return tuple(sorted(cols))
+
+
+def _last_axis_flat(
+    cur: np.ndarray, k: int, s: int, d: int, b: int, o: int, ufunc: np.ufunc, identity: float | int, nxt: np.ndarray
+) -> bool:
+    """The last spatial axis on flat rows, when its length is exactly ``stride * outputs``.
+
+    numpy runs a separate inner loop per row of a strided 3-D view (short rows cost more
+    in loop overhead than in arithmetic). Here the rows are viewed as one long vector:
+    with stride ``s`` the input is first split into ``s`` contiguous phase vectors
+    (``x[j*s + p]``), and tap ``t`` (input ``j*s + t*d - b``) reads phase
+    ``(t*d - b) mod s`` shifted by ``(t*d - b) div s``: every tap is one contiguous pass.
+    Shifted reads cross into the neighbouring row only at the first and last outputs of a
+    row; those few columns are recomputed from the taps inside the row. Returns False
+    (nothing done) when the layout does not allow it.
+    """
+    length = cur.shape[-1]
+    if length != s * o or not cur.flags.c_contiguous or not nxt.flags.c_contiguous or cur.size == 0:
+        return False
+    rows = cur.size // length
+    n = rows * o
+    cur2 = cur.reshape(rows, length)
+    if s == 1:
+        phases = [cur.reshape(-1)]
+    else:
+        buf = scratch("pool_phase", (s, rows, o), cur.dtype)
+        for p in range(s):
+            np.copyto(buf[p], cur2[:, p::s])
+        phases = [buf[p].reshape(-1) for p in range(s)]
+    out = nxt.reshape(-1)
+    shifts = [((t * d - b) % s, (t * d - b) // s) for t in range(k)]
+    spans = [(max(0, -q), min(n, n - q)) for _, q in shifts]
+    lo = max(a for a, _ in spans)
+    hi = min(z for _, z in spans)
+    if hi <= lo:
+        return False
+    (p0, q0), (p1, q1) = shifts[0], shifts[1] if k > 1 else shifts[0]
+    if k > 1:
+        ufunc(phases[p0][lo + q0:hi + q0], phases[p1][lo + q1:hi + q1], out=out[lo:hi])
+    else:
+        np.copyto(out[lo:hi], phases[p0][lo + q0:hi + q0])
+    for p, q in shifts[2:]:
+        ufunc(out[lo:hi], phases[p][lo + q:hi + q], out=out[lo:hi])
+    # columns where some tap leaves the row: recomputed from the taps inside it
+    out2 = nxt.reshape(rows, o)
+    for j in _edge_columns(length, k, s, d, b, o, lo, o - (n - hi)):
+        pos = [j * s + t * d - b for t in range(k)]
+        inside = [v for v in pos if 0 <= v < length]
+        if not inside:
+            out2[:, j] = identity
+        elif len(inside) == 1:
+            out2[:, j] = cur2[:, inside[0]]
+        else:
+            col = out2[:, j]
+            ufunc(cur2[:, inside[0]], cur2[:, inside[1]], out=col)
+            for v in inside[2:]:
+                ufunc(col, cur2[:, v], out=col)
+    return True
 
 
 def _window_counts(
