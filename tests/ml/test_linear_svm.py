@@ -264,3 +264,20 @@ def test_svm_regressor_linear_and_transform():
     np.testing.assert_allclose(z, _sigmoid(y), rtol=1e-5)
     with pytest.raises(InvalidAttributeError, match="3 coefficients, expected n_supports=4"):
         run_op("SVMRegressor", [("X", X2)], coefficients=[0.5, -0.7, 0.1], n_supports=4, support_vectors=SV, kernel_type="RBF")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int32])
+def test_svm_other_input_types(dtype):
+    # the schema allows double and integer inputs; the kernels compute in float64 whatever the input
+    x = (X2 * 3).astype(dtype)
+    atts = _svc(vpc=(1, 2, 1), n_classes=3, prob=True)
+    labels, z = run_op("SVMClassifier", [("X", x)], 2, **atts)
+    labels64, z64 = run_op("SVMClassifier", [("X", x.astype(np.float64))], 2, **atts)
+    assert labels.tolist() == labels64.tolist() and z.dtype == np.float32
+    np.testing.assert_allclose(z, z64, rtol=1e-6)
+    if dtype == np.float64:  # onnxruntime has a double SVMClassifier (not a double SVMRegressor)
+        compare_with_ort("SVMClassifier", [("X", x)], 2, atol=2e-5, **atts)
+    reg = dict(coefficients=[0.5, -0.7, 0.3, 0.2], rho=[0.1], kernel_type="POLY", kernel_params=[0.5, 0.1, 2.0], n_supports=4, support_vectors=SV)
+    (y,) = run_op("SVMRegressor", [("X", x)], **reg)
+    k = kernel_matrix(x.astype(np.float64), np.array(SV).reshape(4, 2), "POLY", 0.5, 0.1, 2.0)
+    np.testing.assert_allclose(y[:, 0], k @ reg["coefficients"] + 0.1, rtol=1e-5, atol=1e-6)

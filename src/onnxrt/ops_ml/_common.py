@@ -14,16 +14,6 @@ ML_DOMAIN = "ai.onnx.ml"
 #: post_transform names, in the order TreeEnsemble (ml opset 5) encodes them as integers
 POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
 
-#: kernels whose values are converted to float before the computation (int inputs)
-FLOAT_KINDS = "f"
-
-
-def as_float(x: np.ndarray) -> np.ndarray:
-    """``x`` as float32 unless it is already float32/float64 (int inputs of the ml operators)."""
-    if x.dtype == np.float32 or x.dtype == np.float64:
-        return x
-    return x.astype(np.float32)
-
 
 def logistic(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)), without overflow for large negative x."""
@@ -164,12 +154,8 @@ def check_choice(op: Any, name: str, value: Any, choices: tuple[Any, ...]) -> An
     return value
 
 
-def rows2d(x: np.ndarray) -> np.ndarray:
-    """A [N, C] view of an input: 1-D inputs are one row, higher ranks flatten the leading axes... kept 2-D."""
-    if x.ndim == 2:
-        return x
-    if x.ndim == 1:
-        return x.reshape(1, -1)
-    if x.ndim == 0:
-        return x.reshape(1, 1)
-    return x.reshape(-1, x.shape[-1])
+def threads_of(op: Any) -> int | None:
+    """The session's intra_op_num_threads (None: the kernel thread pool's default)."""
+    options = op.options.get("session_options")
+    n = getattr(options, "intra_op_num_threads", 0) or 0
+    return n if n > 0 else None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..ops_cpu._conv_common import parallel_for
 
 #: node modes, numbered as TreeEnsemble (ml opset 5) encodes them; LEAF only exists before opset 5
 MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF")
@@ -234,17 +235,17 @@ class Forest:
         last = self.depth - 1
         # mode="wrap" skips take's bounds check and temporary copy: every index is valid
         for level in range(self.depth):
-            np.take(feature2, state, out=index, mode="wrap")
+            feature2.take(state, out=index, mode="wrap")
             if rowoff is not None:
                 index += rowoff
-            np.take(flat, index, out=xv, mode="wrap")
-            np.take(thr2, state, out=tv, mode="wrap")
+            flat.take(index, out=xv, mode="wrap")
+            thr2.take(state, out=tv, mode="wrap")
             np.less_equal(xv, tv, out=c)
             if has_nan:
                 nan = np.isnan(xv)
                 nan_next = t["nan2"].take(state[nan])
             state += c
-            np.take(children if level < last else t["canonical_last"], state, out=after, mode="wrap")
+            (children if level < last else t["canonical_last"]).take(state, out=after, mode="wrap")
             if has_nan:
                 after[nan] = nan_next if level < last else t["leaf_row"].take(nan_next >> 1)
             state, after = after, state
@@ -289,7 +290,7 @@ class Forest:
 
     # -- aggregation -------------------------------------------------------------------------
 
-    def aggregate(self, x: np.ndarray, aggregate: str = "SUM", need_has: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    def aggregate(self, x: np.ndarray, aggregate: str = "SUM", need_has: bool = False, threads: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Scores [N, targets] (float64) aggregated over the trees, and has-a-vote flags when asked.
 
         SUM adds every vote of the leaves reached; AVERAGE divides that sum by the number
@@ -308,15 +309,22 @@ class Forest:
         all_has = want_has and self._all_has()
         walk = self._walker(x)
         step = self._chunk_rows()
-        for start in range(0, n, step):
-            stop = min(start + step, n)
-            leaf = walk(x[start:stop])
-            if extreme:
-                self._extreme_chunk(leaf, aggregate, scores[start:stop])
-            else:
-                self._sum_chunk(leaf, scores[start:stop])
-            if want_has and not all_has:
-                has[start:stop] = self.has.take(leaf, axis=0).any(axis=1)
+        bounds = list(range(0, n, step)) + [n]
+
+        def chunks(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                start, stop = bounds[i], bounds[i + 1]
+                leaf = walk(x[start:stop])
+                if extreme:
+                    self._extreme_chunk(leaf, aggregate, scores[start:stop])
+                else:
+                    self._sum_chunk(leaf, scores[start:stop])
+                if want_has and not all_has:
+                    has[start:stop] = self.has.take(leaf, axis=0).any(axis=1)
+
+        # chunks write disjoint rows: they share the kernel thread pool (numpy releases the
+        # GIL in take and the comparisons), about 6 element operations per tree level
+        parallel_for(len(bounds) - 1, chunks, work_per_item=step * ntrees * (6 * self.depth + 4), threads=threads)
         if want_has and all_has:
             has[:] = True
         if aggregate == "AVERAGE":

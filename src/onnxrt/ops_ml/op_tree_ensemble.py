@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from ..ops_cpu._op import OpRun
-from ._common import ML_DOMAIN, apply_transform, class_labels, floats_or_tensor, post_transform_fn
+from ._common import ML_DOMAIN, apply_transform, class_labels, floats_or_tensor, post_transform_fn, threads_of
 from ._tree_core import AGGREGATES, LEAF, MEMBER, MODES, Forest, leaf_tables
 
 
@@ -310,7 +310,7 @@ class TreeEnsemble(OpRun):
             xw = x if x.dtype != np.float16 else x.astype(np.float32)
         if xw.dtype == np.float16:
             xw = xw.astype(np.float32)
-        scores, _ = self.forest.aggregate(xw, self._aggregate)
+        scores, _ = self.forest.aggregate(xw, self._aggregate, threads=threads_of(self))
         out_dtype = x.dtype if x.dtype.kind == "f" else np.float32
         scores = apply_transform(self._transform, scores)
         return (scores.astype(out_dtype),)
@@ -350,7 +350,7 @@ class TreeEnsembleRegressor(_TreeV1):
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate)
+        scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate, threads=threads_of(self))
         if self._base is not None:
             scores += self._base
         scores = apply_transform(self._transform, scores)
@@ -404,7 +404,7 @@ class TreeEnsembleClassifier(_TreeV1):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         need_has = self._base is None or self.labels.size == 2
-        scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has)
+        scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has, threads=threads_of(self))
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:
