@@ -895,3 +895,32 @@ def test_causal_conv_errors():
     )
     with pytest.raises(InvalidAttributeError, match=r"'activation' is 'gelu', expected one of"):
         onnxrt.InferenceSession(model.SerializeToString())
+
+
+def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
+    """intra_op_num_threads=1 makes Conv and pooling run serially (the pool is never used)."""
+    from onnxrt.ops_cpu import _conv_common
+
+    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", 4)
+    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    calls = []
+    real = _conv_common._executor
+
+    def spy():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(_conv_common, "_executor", spy)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
+    w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)
+    model = make_single_node_model("Conv", [("x", TensorProto.FLOAT, [1, 8, 10, 10]), ("w", TensorProto.FLOAT, [8, 1, 3, 3])],
+                                   [("y", TensorProto.FLOAT, None)], opset=18, group=8, pads=[1, 1, 1, 1])
+    ref = conv(x, w, group=8, pads=[1, 1, 1, 1])
+    assert calls  # the default uses the pool
+    calls.clear()
+    so = onnxrt.SessionOptions()
+    so.intra_op_num_threads = 1
+    (y,) = onnxrt.InferenceSession(model.SerializeToString(), so).run(None, {"x": x, "w": w})
+    assert not calls
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)

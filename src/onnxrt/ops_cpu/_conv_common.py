@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from math import prod
 
@@ -259,15 +260,39 @@ class _Job:
             raise self.error
 
 
+def session_threads(options: dict) -> int | None:
+    """The session's ``intra_op_num_threads`` when set (> 0), else None (the kernel pool's default)."""
+    n = getattr(options.get("session_options"), "intra_op_num_threads", 0) or 0
+    return int(n) if n > 0 else None
+
+
+@contextmanager
+def limit_threads(threads: int | None) -> Iterator[None]:
+    """Cap :func:`parallel_for` in this thread to ``threads`` (None: no cap) for the block."""
+    if threads is None:
+        yield
+        return
+    previous = getattr(_TLS, "threads", None)
+    _TLS.threads = threads
+    try:
+        yield
+    finally:
+        _TLS.threads = previous
+
+
 def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None) -> None:
     """Run ``fn(lo, hi)`` over [0, n) in contiguous chunks, shared with the kernel thread pool.
 
     ``work_per_item`` (element operations per item) decides how many threads are worth
     it; the range is cut in a few chunks per thread, taken dynamically by the caller and
     the pool's workers (see :class:`_Job`), so a busy pool or a loaded machine delays
-    nothing. ``threads`` caps the thread count (1: serial). Exceptions propagate.
+    nothing. ``threads`` (and :func:`limit_threads`) cap the thread count (1: serial).
+    Exceptions propagate.
     """
     limit = KERNEL_THREADS if threads is None or threads <= 0 else threads
+    cap = getattr(_TLS, "threads", None)
+    if cap is not None:
+        limit = min(limit, cap)
     workers = min(limit, n, max(1, (n * work_per_item) // MIN_PARALLEL_WORK))
     if workers <= 1:
         fn(0, n)

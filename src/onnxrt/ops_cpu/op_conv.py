@@ -17,10 +17,12 @@ from ._conv_common import (
     check_auto_pad,
     compute_dtype,
     kernel_from,
+    limit_threads,
     offset_view,
     padded,
     parallel_for,
     scratch,
+    session_threads,
     spatial_attr,
     to_output,
     window_geometry,
@@ -97,8 +99,22 @@ def conv_core(
     if cg == 1 and group > 1:
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
-    xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
-    windows = window_view(xp, kernel, strides, dilations, out_shape)  # (N, C, *K, *O), no copy
+    same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
+    if same:
+        fill = _im2col_same(x, kernel, dilations, pads_begin, tuple(out_shape))
+    else:
+        xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
+        windows = window_view(xp, kernel, strides, dilations, out_shape)  # (N, C, *K, *O), no copy
+
+        def fill(start: int, stop: int, col: np.ndarray) -> None:
+            src = windows[start:stop]
+            dst = col.reshape(src.shape)
+
+            def work(lo: int, hi: int) -> None:  # a range of channels
+                np.copyto(dst[:, lo:hi], src[:, lo:hi])
+
+            parallel_for(n_ch, work, work_per_item=(stop - start) * kp * npix)
+
     per_image = n_ch * kp * npix * dtype.itemsize
     chunk = max(1, _COL_CHUNK_BYTES // max(per_image, 1))
     if group == 1:
@@ -106,23 +122,82 @@ def conv_core(
     else:
         w2 = w.reshape(group, mg, cg * kp)
     if n_img <= chunk:
-        col = scratch("conv_col", windows.shape, dtype)
-        np.copyto(col, windows)
+        col = scratch("conv_col", (n_img, n_ch * kp, npix), dtype)
+        fill(0, n_img, col)
         if group == 1:
-            y = w2 @ col.reshape(n_ch * kp, npix) if n_img == 1 else np.matmul(w2, col.reshape(n_img, n_ch * kp, npix))
+            y = w2 @ col[0] if n_img == 1 else np.matmul(w2, col)
         else:
             y = np.matmul(w2, col.reshape(n_img, group, cg * kp, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
     y = np.empty((n_img, group, mg, npix) if group > 1 else (n_img, m_out, npix), dtype)
     for start in range(0, n_img, chunk):
         stop = min(n_img, start + chunk)
-        col = scratch("conv_col", (stop - start,) + windows.shape[1:], dtype)
-        np.copyto(col, windows[start:stop])
+        col = scratch("conv_col", (stop - start, n_ch * kp, npix), dtype)
+        fill(start, stop, col)
         if group == 1:
-            np.matmul(w2, col.reshape(stop - start, n_ch * kp, npix), out=y[start:stop])
+            np.matmul(w2, col, out=y[start:stop])
         else:
             np.matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+def _im2col_same(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    dilations: Sequence[int],
+    pads_begin: Sequence[int],
+    out_shape: tuple[int, ...],
+):
+    """im2col for unit strides when the inner output axes keep the input's sizes (3x3 pad 1 and kin).
+
+    Returns ``fill(start, stop, col)`` writing the columns (images, C*Kp, P) of images
+    [start, stop). Like :func:`_depthwise_same`, each tap is one flat shifted copy of
+    every channel plane (long contiguous rows instead of one short row per output row),
+    with the rows outside the input and the pixels wrapped across an inner edge zeroed.
+    """
+    n_img, n_ch = x.shape[:2]
+    spatial = tuple(x.shape[2:])
+    plane = prod(spatial)
+    rows_out = out_shape[0] * prod(spatial[1:])
+    guard, _, taps = _same_plan(spatial, out_shape[0], tuple(kernel), tuple(dilations), tuple(pads_begin))
+    kp = prod(kernel)
+    inner = prod(spatial[1:])
+    tail = spatial[1:]
+    dtype = x.dtype
+
+    used = {t for t, *_ in taps}
+    unused = [t for t in range(kp) if t not in used]  # taps that never land inside the input
+
+    def fill(start: int, stop: int, col: np.ndarray) -> None:
+        xs = x[start:stop].reshape(-1, plane)
+        cols_all = col.reshape(-1, kp, rows_out)
+
+        def work(lo: int, hi: int) -> None:
+            planes = hi - lo
+            span = planes * plane
+            buf = scratch("col_guard", (span + 2 * guard,), dtype)
+            buf[:guard] = 0
+            buf[guard + span:] = 0
+            buf[guard:guard + span].reshape(planes, plane)[...] = xs[lo:hi]
+            cols = cols_all[lo:hi]
+            for t, a, b, off, bands in taps:
+                begin = guard + off + a
+                dst = cols[:, t]
+                np.copyto(dst[:, a:b], buf[begin:begin + span].reshape(planes, plane)[:, :b - a])
+                if a > 0:
+                    dst[:, :a] = 0
+                if b < rows_out:
+                    dst[:, b:] = 0
+                if bands:
+                    grid = dst[:, a:b].reshape((planes, (b - a) // inner) + tail)
+                    for band in bands:
+                        grid[band] = 0
+            for t in unused:
+                cols[:, t] = 0
+
+        parallel_for(xs.shape[0], work, work_per_item=kp * rows_out)
+
+    return fill
 
 
 def _depthwise(
@@ -374,6 +449,10 @@ class Conv(OpRun):
             pads=self.pads,
             strides=self.strides,
         )
+        self._threads = session_threads(options)
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
-        return (conv(x, w, b, **self._kw),)
+        if self._threads is None:
+            return (conv(x, w, b, **self._kw),)
+        with limit_threads(self._threads):
+            return (conv(x, w, b, **self._kw),)

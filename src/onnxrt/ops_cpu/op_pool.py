@@ -13,10 +13,12 @@ from ..registry import register
 from ._conv_common import (
     _WIDENED,
     check_auto_pad,
+    limit_threads,
     offset_view,
     padded,
     parallel_for,
     scratch,
+    session_threads,
     spatial_attr,
     window_geometry,
 )
@@ -434,6 +436,12 @@ class _PoolBase(OpRun):
             auto_pad=self.auto_pad,
             ceil_mode=getattr(self, "ceil_mode", 0) or 0,
         )
+        self._threads = session_threads(options)
+
+    def run_pool(self, x, mode: str, **kw):
+        """:func:`pool` under the session's intra-op thread cap."""
+        with limit_threads(self._threads):
+            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
 
 
 @register("MaxPool", versions=(1, 8, 10, 11, 12, 22))
@@ -455,8 +463,8 @@ class MaxPool(_PoolBase):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if self._with_indices:
-            return pool(x, "max", self.kernel_shape, storage_order=self._storage_order, with_indices=True, **self._kw)
-        return (pool(x, "max", self.kernel_shape, **self._kw),)
+            return self.run_pool(x, "max", storage_order=self._storage_order, with_indices=True)
+        return (self.run_pool(x, "max"),)
 
 
 @register("AveragePool", versions=(1, 7, 10, 11, 19, 22))
@@ -464,7 +472,7 @@ class AveragePool(_PoolBase):
     """AveragePool: 1, 7 (count_include_pad), 10 (ceil_mode), 11 (same), 19 (dilations), 22 (bfloat16). Kernel: :func:`pool`."""
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        return (pool(x, "avg", self.kernel_shape, count_include_pad=getattr(self, "count_include_pad", 0) or 0, **self._kw),)
+        return (self.run_pool(x, "avg", count_include_pad=getattr(self, "count_include_pad", 0) or 0),)
 
 
 @register("LpPool", versions=(1, 2, 11, 18, 22))
@@ -472,7 +480,7 @@ class LpPool(_PoolBase):
     """LpPool: 1 (float p), 2 (integer p), 11 (same), 18 (ceil_mode, dilations), 22 (bfloat16). Kernel: :func:`pool`."""
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        return (pool(x, "lp", self.kernel_shape, p=self.p, **self._kw),)
+        return (self.run_pool(x, "lp", p=self.p),)
 
 
 @register("GlobalMaxPool", versions=(1, 22))
