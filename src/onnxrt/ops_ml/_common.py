@@ -24,8 +24,8 @@ def logistic(x: np.ndarray) -> np.ndarray:
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """Softmax along the last axis (shifted by the row maximum for stability)."""
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    e /= e.sum(axis=-1, keepdims=True)
+    e = np.exp(x - np.maximum.reduce(x, axis=-1, keepdims=True))
+    e /= np.add.reduce(e, axis=-1, keepdims=True)
     return e
 
 

@@ -374,6 +374,7 @@ class Forest:
         is_leaf = self.mode == LEAF
         nodes, trees = self.roots.copy(), np.arange(ntrees)
         found_nodes, found_trees = [], []
+        n = len(self.feature)
         while nodes.size:  # one pass per level, all trees at once
             lf = is_leaf[nodes]
             found_nodes.append(nodes[lf])
@@ -381,6 +382,11 @@ class Forest:
             inner_nodes, inner_trees = nodes[~lf], trees[~lf]
             nodes = np.concatenate([self.true_child[inner_nodes], self.false_child[inner_nodes]])
             trees = np.concatenate([inner_trees, inner_trees])
+            # a node shared by two parents (allowed in ml opset 5) is visited once per tree
+            key = np.unique(trees * n + nodes)
+            trees, nodes = key // n, key % n
+        key = np.unique(np.concatenate(found_trees) * n + np.concatenate(found_nodes)) if found_nodes else np.zeros(0, np.intp)
+        found_trees, found_nodes = [key // n], [key % n]
         leaf_nodes = np.concatenate(found_nodes)
         leaf_trees = np.concatenate(found_trees)
         votes = self.has[self.leaf_row[leaf_nodes]]  # [reached leaves, targets]

@@ -10,12 +10,12 @@ from ..registry import register
 from ._common import ML_DOMAIN, apply_transform, class_labels, post_transform_fn, probit
 
 
-def _rows(x: np.ndarray, label: str) -> np.ndarray:
+def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
     """[N, F] float view of the input ([F] is one row; integers become float32)."""
     if x.ndim == 1:
         x = x.reshape(1, -1)
     elif x.ndim != 2:
-        raise KernelError(f"{label} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+        raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
     if x.dtype.kind != "f":
         x = x.astype(np.float32)
     return x
@@ -80,7 +80,7 @@ class LinearClassifier(OpRun):
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self._node_label())
+        x = _rows(x, self)
         key = (x.shape[1], x.dtype)
         w = self._w_cache.get(key)
         if w is None:
@@ -130,7 +130,7 @@ class LinearRegressor(OpRun):
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self._node_label())
+        x = _rows(x, self)
         key = (x.shape[1], x.dtype)
         w = self._w_cache.get(key)
         if w is None:

@@ -48,12 +48,12 @@ def normalizer(x: np.ndarray, norm: str = "MAX") -> np.ndarray:
     if rows.shape[1] == 0:
         return rows.astype(np.float32).reshape(x.shape)
     if norm == "MAX":
-        div = rows.max(axis=1, keepdims=True)
+        div = np.maximum.reduce(rows, axis=1, keepdims=True)
     elif norm == "L1":
-        div = np.abs(rows).sum(axis=1, keepdims=True)
+        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
     else:
-        div = np.sqrt((rows * rows).sum(axis=1, keepdims=True))
-    div = np.where(div == 0, np.ones_like(div), div)
+        div = np.sqrt(np.add.reduce(rows * rows, axis=1, keepdims=True))
+    div[div == 0] = 1
     return (rows / div).astype(np.float32, copy=False).reshape(x.shape)
 
 

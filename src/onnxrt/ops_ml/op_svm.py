@@ -117,11 +117,11 @@ def _coupling_one(r: list[list[float]], k: int, iterations: int, eps: float) -> 
     return p
 
 
-def _rows(x: np.ndarray, label: str) -> np.ndarray:
+def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
     if x.ndim == 1:
         x = x.reshape(1, -1)
     elif x.ndim != 2:
-        raise KernelError(f"{label} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+        raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
     return x.astype(np.float64)
 
 
@@ -230,7 +230,7 @@ class SVMClassifier(_SVMBase):
         return w
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self._node_label())
+        x = _rows(x, self)
         if not self._svc:
             return self._linear(x)
         dec = self._kernel_of(x) @ self._pair_weights + self._rho
@@ -318,7 +318,7 @@ class SVMRegressor(_SVMBase):
             self._sv = None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self._node_label())
+        x = _rows(x, self)
         if self._sv is not None:
             y = self._kernel_of(x) @ self._coef + self._rho
         else:

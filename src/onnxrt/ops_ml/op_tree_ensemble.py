@@ -34,12 +34,12 @@ def _input_float(x: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return x.astype(thresholds.dtype if thresholds.dtype.kind == "f" else np.float32)
 
 
-def _matrix(x: np.ndarray, label: str) -> np.ndarray:
+def _matrix(x: np.ndarray, op: OpRun) -> np.ndarray:
     if x.ndim == 2:
         return x
     if x.ndim == 1:
         return x.reshape(1, -1)
-    raise KernelError(f"{label} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+    raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
 
 
 # ------------------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ class TreeEnsemble(OpRun):
         self.forest = forest_from_v5(self)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _matrix(x, self._node_label())
+        x = _matrix(x, self)
         if x.dtype != self.forest.threshold.dtype and x.dtype.kind == "f" and self.forest.threshold.dtype.kind == "f":
             xw = x.astype(np.result_type(x.dtype, self.forest.threshold.dtype, np.float32))
         else:
@@ -320,7 +320,7 @@ class _TreeV1(OpRun):
     """Shared construction of the ml 1/3/5 classifier and regressor (``nodes_*`` keyed by ids)."""
 
     def _threshold_input(self, x: np.ndarray) -> np.ndarray:
-        x = _matrix(x, self._node_label())
+        x = _matrix(x, self)
         return _input_float(x, self.forest.threshold)
 
 
@@ -390,9 +390,8 @@ class TreeEnsembleClassifier(_TreeV1):
         self.forest = forest_from_nodes(self, "class", n_classes)
         base = floats_or_tensor(self, "base_values")
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
-        if self._base is not None and self._base.size not in (1, n_classes) or (
-            self._base is not None and n_classes > 2 and self._base.size != n_classes
-        ):
+        allowed = (1, 2) if n_classes == 2 else (n_classes,)
+        if self._base is not None and self._base.size not in allowed:
             raise InvalidAttributeError(
                 f"{self._node_label()}: attribute 'base_values' has {self._base.size} values, expected {n_classes} (one per class)."
             )
