@@ -60,7 +60,8 @@ class OnnxrtBackend(Backend):
         if isinstance(inputs, dict):
             pairs = list(inputs.items())
         else:
-            pairs = [(n, v) for n, v in zip(node.input, inputs) if n]
+            # one value per named input: an omitted optional input ("") takes no value
+            pairs = list(zip([n for n in node.input if n], inputs))
         graph_inputs = []
         for name, value in pairs:
             if isinstance(value, np.ndarray):

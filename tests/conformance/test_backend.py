@@ -5,7 +5,10 @@ excluded (its models are fetched from the network by the suite; the light versio
 shipped with onnx are checked by the benchmarks and tests/engine/test_light_models.py).
 Expected failures live in ``expected_failures.txt``: one regular expression per line,
 each with the reason after ``#``. An unexpected success fails the run, so the list
-can only shrink.
+can only shrink. A reason starting with ``nondeterministic:`` marks a test whose expected
+values are random draws no implementation can reproduce: it is skipped rather than
+expected to fail (it would pass by chance now and then), and a test of onnxrt's own
+checks what can be checked (shape, dtype, value range).
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ for _name in sorted(os.listdir(_real_dir)) if _real_dir.exists() else []:
     backend_test.exclude(f"^{_name}_")
 
 for _pattern, _reason in EXPECTED_FAILURES:
-    backend_test.xfail(_pattern)
+    if _reason.startswith("nondeterministic:"):
+        backend_test.exclude(_pattern)
+    else:
+        backend_test.xfail(_pattern)
 
 globals().update(backend_test.test_cases)

@@ -382,3 +382,12 @@ def test_no_silent_promotion_between_inputs():
     for _ in range(2):  # the check is not skipped on later runs when the first one failed
         with pytest.raises(onnxrt.InvalidTypeError, match=r"input 'B' has type tensor\(double\) but input 'A' has tensor\(float\)"):
             sess.run(None, {"a": np.ones(2, np.float32), "b": np.ones(2, np.float64)})
+
+
+def test_backend_run_node_with_an_omitted_middle_input():
+    from onnxrt import backend
+
+    node = helper.make_node("Clip", ["x", "", "hi"], ["y"])
+    (y,) = backend.run_node(node, [np.array([-2.0, 0.5, 3.0], np.float32), np.array(1.0, np.float32)])
+    np.testing.assert_array_equal(y, [-2.0, 0.5, 1.0])
+    assert y.dtype == np.float32
