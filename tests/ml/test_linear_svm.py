@@ -281,3 +281,16 @@ def test_svm_other_input_types(dtype):
     (y,) = run_op("SVMRegressor", [("X", x)], **reg)
     k = kernel_matrix(x.astype(np.float64), np.array(SV).reshape(4, 2), "POLY", 0.5, 0.1, 2.0)
     np.testing.assert_allclose(y[:, 0], k @ reg["coefficients"] + 0.1, rtol=1e-5, atol=1e-6)
+
+
+def test_svm_kernel_blocks_of_rows():
+    # more rows than one kernel block holds: the blocks must join seamlessly
+    rng = np.random.default_rng(9)
+    sv = rng.standard_normal((600, 3))
+    coef = rng.standard_normal(600)
+    x = rng.standard_normal((4000, 3)).astype(np.float32)
+    atts = dict(coefficients=coef.tolist(), rho=[0.25], kernel_type="RBF", kernel_params=[0.3, 0.0, 0.0], n_supports=600, support_vectors=sv.reshape(-1).tolist())
+    (y,) = run_op("SVMRegressor", [("X", x)], **atts)
+    sv32 = sv.astype(np.float32).astype(np.float64)  # attributes hold float32
+    expected = kernel_matrix(x.astype(np.float64), sv32, "RBF", np.float32(0.3), 0.0, 0.0) @ coef.astype(np.float32) + 0.25
+    np.testing.assert_allclose(y[:, 0], expected, rtol=1e-5, atol=1e-5)

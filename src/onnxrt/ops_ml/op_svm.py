@@ -17,24 +17,31 @@ def kernel_matrix(x: np.ndarray, sv: np.ndarray, kind: str, gamma: float, coef0:
     """K[n, k] = kernel(x_n, sv_k) for every row and support vector, in float64.
 
     LINEAR: <x, sv>; POLY: (gamma <x, sv> + coef0) ^ degree; RBF: exp(-gamma |x - sv|^2);
-    SIGMOID: tanh(gamma <x, sv> + coef0). The RBF distance is |x|^2 + |sv|^2 - 2 <x, sv>
-    (one matrix product), clipped at 0 against rounding.
+    SIGMOID: tanh(gamma <x, sv> + coef0). The RBF exponent is built in place from one
+    matrix product, 2 gamma <x, sv> - gamma |sv|^2 - gamma |x|^2, clipped at 0 against rounding.
     """
-    dot = x @ sv.T
+    if kind == "RBF":
+        k = x @ ((2 * gamma) * sv.T)
+        k -= gamma * (sv_sq if sv_sq is not None else (sv * sv).sum(axis=1))
+        k -= (gamma * np.einsum("ij,ij->i", x, x))[:, None]
+        np.minimum(k, 0, out=k)
+        return np.exp(k, out=k)
+    k = x @ sv.T
     if kind == "LINEAR":
-        return dot
-    if kind == "POLY":
-        base = dot * gamma + coef0
-        if degree == int(degree):
-            return base ** int(degree)
-        return np.power(base, degree)
+        return k
+    if gamma != 1:
+        k *= gamma
+    if coef0:
+        k += coef0
     if kind == "SIGMOID":
-        return np.tanh(dot * gamma + coef0)
-    sq = (x * x).sum(axis=1)[:, None]
-    d2 = sq + (sv_sq if sv_sq is not None else (sv * sv).sum(axis=1))[None, :] - 2 * dot
-    np.maximum(d2, 0, out=d2)
-    d2 *= -gamma
-    return np.exp(d2, out=d2)
+        return np.tanh(k, out=k)
+    if degree == int(degree):
+        return k ** int(degree)
+    return np.power(k, degree, out=k)
+
+
+#: rows per block of the kernel matrix: a [rows, support vectors] block stays in cache
+_KERNEL_BLOCK = 1 << 20
 
 
 def sigmoid_predict(dec: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -136,12 +143,21 @@ class _SVMBase(OpRun):
         self._transform = post_transform_fn(self)
         self._transform_name = self.post_transform
 
-    def _kernel_of(self, x: np.ndarray) -> np.ndarray:
+    def _kernel_product(self, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """K(x, SV) @ weights, the kernel matrix built by blocks of rows (never whole)."""
         if x.shape[1] != self._sv.shape[1]:
             raise KernelError(
                 f"{self._node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
             )
-        return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq)
+        n = x.shape[0]
+        step = max(1, _KERNEL_BLOCK // max(1, self._sv.shape[0]))
+        if n <= step:
+            return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq) @ weights
+        out = np.empty((n,) + weights.shape[1:], dtype=np.float64)
+        for start in range(0, n, step):
+            block = kernel_matrix(x[start:start + step], self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq)
+            out[start:start + step] = block @ weights
+        return out
 
 
 @register("SVMClassifier", versions=(1,), domain=ML_DOMAIN)
@@ -233,7 +249,8 @@ class SVMClassifier(_SVMBase):
         x = _rows(x, self)
         if not self._svc:
             return self._linear(x)
-        dec = self._kernel_of(x) @ self._pair_weights + self._rho
+        dec = self._kernel_product(x, self._pair_weights)
+        dec += self._rho
         k = self._k
         ii, jj = self._pairs
         if k == 2:
@@ -320,7 +337,7 @@ class SVMRegressor(_SVMBase):
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _rows(x, self)
         if self._sv is not None:
-            y = self._kernel_of(x) @ self._coef + self._rho
+            y = self._kernel_product(x, self._coef) + self._rho
         else:
             if self._coef.size != x.shape[1]:
                 raise KernelError(
