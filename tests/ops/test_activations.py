@@ -231,6 +231,17 @@ def test_softmax_large_values_and_low_precision_types():
         np.testing.assert_allclose(f64(y), _np_softmax(f64(small), -1), rtol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=str)
+def test_softmax_low_precision_types_follow_the_function_body(dtype):
+    """Exp, ReduceSum and Div in T, each rounded (Softmax-13's body and the conformance data)."""
+    x = np.random.default_rng(3).standard_normal((4, 7)).astype(dtype)
+    t = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(t)
+    s = e.sum(axis=-1, keepdims=True)
+    np.testing.assert_array_equal(f64(run("Softmax", x)), f64(e / s))
+    np.testing.assert_array_equal(f64(run("LogSoftmax", x)), f64(t - np.log(s)))
+
+
 def test_softmax_errors_and_empty():
     with pytest.raises(KernelError, match="axis"):
         run("Softmax", np.zeros((2, 3), np.float32), opset=13, axis=2)

@@ -41,14 +41,21 @@ def _hardmax_native(x: np.ndarray, axis: int, log: bool = False) -> np.ndarray:
 
 
 def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False) -> np.ndarray:
-    """Run ``kernel`` along ``axis`` (or over the 2-D coercion of opsets 1 and 11) in a float type numpy handles."""
+    """Run ``kernel`` along ``axis`` (or over the 2-D coercion of opsets 1 and 11).
+
+    Softmax and LogSoftmax compute in the input's type, float16 and bfloat16 included:
+    Softmax-13's function body defines them as Exp, ReduceSum and Div in T, rounding
+    after each step, and the conformance data (attention fp16/bf16 cases) follows it.
+    onnxruntime computes float16 in float32 and rounds once, which differs by up to
+    about 2 ulp. Hardmax only compares, in float32 for the ml_dtypes types.
+    """
     if x.ndim == 0:
         raise KernelError("input must have rank >= 1.")
     axis = _axis(axis, x.ndim)
     if x.size == 0:
         return x.copy()
     dt = x.dtype
-    work = x if dt in _NATIVE else x.astype(np.float32)
+    work = x if dt in _NATIVE or kernel is _softmax_native else x.astype(np.float32)
     if coerce_2d:
         # [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}]: the operation runs over the whole trailing block
         shape = work.shape
@@ -60,7 +67,7 @@ def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False)
 
 
 def softmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
-    """exp(x) / sum(exp(x)) along ``axis``; float16/bfloat16 are computed in float32."""
+    """exp(x) / sum(exp(x)) along ``axis``, in the input's float type (see :func:`_apply`)."""
     return _apply(_softmax_native, x, axis, coerce_2d)
 
 
