@@ -103,7 +103,6 @@ class Forest:
         self._tables["roots2"] = 2 * self.roots
         modes = set(np.unique(self.mode[inner]).tolist())
         self._tables["modes"] = sorted(modes)
-        thr = self.threshold
         # Fast path: every comparison rewritten as "x <= t'", swapping the branches of > and >=.
         # Valid for non-NaN x; NaN x is routed with the nan2 table instead.
         self._tables["canonical"] = modes <= {LEQ, LT, GTE, GT}
@@ -117,8 +116,6 @@ class Forest:
             self._tables["canonical_last"] = self.leaf_row.take(cch >> 1)
         if MEMBER in modes:
             self._compile_members()
-        self._tables["threshold"] = thr
-        self._tables["ntrees"] = len(self.roots)
         return self
 
     def _measure_depth(self, is_leaf: np.ndarray) -> int:

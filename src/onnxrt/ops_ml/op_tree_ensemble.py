@@ -304,16 +304,11 @@ class TreeEnsemble(OpRun):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _matrix(x, self)
-        if x.dtype != self.forest.threshold.dtype and x.dtype.kind == "f" and self.forest.threshold.dtype.kind == "f":
-            xw = x.astype(np.result_type(x.dtype, self.forest.threshold.dtype, np.float32))
-        else:
-            xw = x if x.dtype != np.float16 else x.astype(np.float32)
-        if xw.dtype == np.float16:
-            xw = xw.astype(np.float32)
+        # float16 is compared as float32 (exact: float16 values and splits are float32 values)
+        xw = x.astype(np.float32) if x.dtype == np.float16 else x
         scores, _ = self.forest.aggregate(xw, self._aggregate, threads=threads_of(self))
-        out_dtype = x.dtype if x.dtype.kind == "f" else np.float32
         scores = apply_transform(self._transform, scores)
-        return (scores.astype(out_dtype),)
+        return (scores.astype(x.dtype),)
 
 
 class _TreeV1(OpRun):
