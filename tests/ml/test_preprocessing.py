@@ -10,7 +10,7 @@ from onnxrt.ops_ml.op_array_feature_extractor import array_feature_extractor
 from onnxrt.ops_ml.op_feature_vectorizer import feature_vectorizer
 from onnxrt.ops_ml.op_preprocessing import binarizer, imputer, normalizer, scaler
 
-from ._util import compare_with_ort, run_op, run_ort, ml_model, feeds_of
+from ._util import compare_with_ort, ml_model, run_op, run_ort
 
 RNG = np.random.default_rng(7)
 X = np.array([[1.0, -2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, -4.0, 0.5]], dtype=np.float32)

@@ -61,6 +61,12 @@ def iris_binary():
 
 
 @functools.cache
+def iris_names():
+    x, y = iris()
+    return x, np.array(["setosa", "versicolor", "virginica"], dtype=object)[y]
+
+
+@functools.cache
 def classification():
     x, y = make_classification(400, 8, n_informative=5, n_classes=3, n_clusters_per_class=1, random_state=0)
     return x.astype(np.float32), y
@@ -174,6 +180,7 @@ CASES = [
     _clf("random_forest_multiclass", lambda: ensemble.RandomForestClassifier(20, max_depth=6, random_state=0), classification),
     _clf("random_forest_binary_zipmap", lambda: ensemble.RandomForestClassifier(10, max_depth=4, random_state=0), iris_binary, zipmap=True),
     Case("random_forest_regressor_two_targets", lambda: ensemble.RandomForestRegressor(10, max_depth=6, random_state=0), regression_2d, "regressor"),
+    _clf("random_forest_string_labels", lambda: ensemble.RandomForestClassifier(10, max_depth=4, random_state=0), iris_names),
     _clf("extra_trees_classifier", lambda: ensemble.ExtraTreesClassifier(15, max_depth=6, random_state=0), classification),
     Case("extra_trees_regressor", lambda: ensemble.ExtraTreesRegressor(15, max_depth=6, random_state=0), regression, "regressor"),
     _clf("gradient_boosting_multiclass", lambda: ensemble.GradientBoostingClassifier(n_estimators=20, random_state=0), classification),
@@ -184,6 +191,8 @@ CASES = [
     # support vector machines
     _clf("svc_rbf_probability", lambda: svm.SVC(probability=True, random_state=0), classification),
     _clf("svc_poly_probability_binary_zipmap", lambda: svm.SVC(kernel="poly", degree=2, probability=True, random_state=0), iris_binary, zipmap=True),
+    _clf("svc_string_labels_zipmap", lambda: svm.SVC(probability=True, random_state=0), iris_names, zipmap=True),
+    _clf("logistic_regression_string_labels", lambda: linear_model.LogisticRegression(max_iter=500), iris_names),
     Case("svc_linear_ovr_scores", lambda: svm.SVC(kernel="linear"), iris, "scores"),
     # SVMClassifier's two-class scores are [-d, d] with d libsvm's decision value, whose sign
     # scikit-learn flips: decision_function is the first column
@@ -410,7 +419,7 @@ def compare(case: Case, model: Any, outputs: list[Any], expected: dict[str, np.n
         if not err <= ATOL:
             problems.append(f"scores off by {err:.2e}")
     if "value" in expected:
-        got = np.asarray(outputs[0] if case.kind != "regressor" else outputs[0], dtype=np.float64)
+        got = np.asarray(outputs[0], dtype=np.float64)
         want = np.asarray(expected["value"], dtype=np.float64)
         if got.shape != want.shape:
             problems.append(f"shape {got.shape} instead of {want.shape}")
@@ -453,10 +462,10 @@ def test_onnxrt_equals_scikit_learn(case):
     assert not problems, f"onnxrt departs from scikit-learn: {problems}"
     # dtypes and shapes of the main outputs
     first = np.asarray(ours[0])
-    assert first.shape[0] == (len(x) if not isinstance(x, list) else len(x))
+    assert first.shape[0] == len(x)
     if case.kind in ("classifier", "scores", "cluster"):
-        assert first.dtype == np.asarray(expected["label"]).dtype or first.dtype.kind == np.asarray(expected["label"]).dtype.kind
-    if case.kind == "regressor":
+        assert first.dtype.kind == np.asarray(expected["label"]).dtype.kind
+    else:
         assert first.dtype == np.float32
 
 

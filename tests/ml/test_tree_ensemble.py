@@ -25,10 +25,6 @@ MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRA
 GRID = [-1.0, 0.0, 1.0, 2.0]
 
 
-def _value(att):
-    return helper.get_attribute_value(helper.make_attribute("a", att)) if not isinstance(att, (list, int, float, str)) else att
-
-
 def _tensor_values(t):
     from onnx import numpy_helper
 
@@ -134,7 +130,6 @@ def loop_v1_regressor(atts: dict, x: np.ndarray, n_targets: int) -> np.ndarray:
     out = np.zeros((x.shape[0], n_targets))
     for r, row in enumerate(x.astype(np.float64).tolist()):
         votes = [[] for _ in range(n_targets)]
-        sums = [0.0] * n_targets
         for tree in trees:
             i = nodes[(tree, 0)]
             while atts["nodes_modes"][i] != "LEAF":
@@ -153,7 +148,6 @@ def loop_v1_regressor(atts: dict, x: np.ndarray, n_targets: int) -> np.ndarray:
                 else:
                     votes[k].extend(ws)
         out[r] = _aggregate(votes, agg, len(trees))
-        del sums
     base = atts.get("base_values")
     if base:
         out += base
@@ -435,13 +429,11 @@ def test_tree_ensemble_classifier_matches_onnxruntime(kind, post):
         if i % 4:
             atts["base_values"] = [float(np.float32(v)) for v in rng.standard_normal(nc if kind == "multi" else 1)]
         x = rng.standard_normal((30, 3)).astype(np.float32)
-        out_type = TensorProto.STRING if "classlabels_strings" in atts else TensorProto.INT64
         model = ml_model("TreeEnsembleClassifier", [("X", x)], 2, ml_opset=1, **atts)
         (lo, zo), (lt, zt) = run_onnxrt(model, {"X": x}), run_ort(model, {"X": x})
         assert lo.dtype == lt.dtype and lo.tolist() == lt.tolist()
         assert zo.dtype == np.float32 and zo.shape == zt.shape == (30, nc)
         np.testing.assert_allclose(zo, zt, rtol=1e-5, atol=1e-6)
-        del out_type
 
 
 def test_tree_ensemble_classifier_v3_double_attributes():
