@@ -125,15 +125,31 @@ def _rewrite_graph(
             if new is att:
                 new = AttributeProto()
                 new.CopyFrom(att)
-            if new.type == AttributeProto.GRAPH:
-                new.g.CopyFrom(_rewrite_graph(new.g, names, call_atts, defaults, prefix))
-            elif new.type == AttributeProto.GRAPHS:
-                for sub in new.graphs:
-                    sub.CopyFrom(_rewrite_graph(sub, names, call_atts, defaults, prefix))
+            _rewrite_graph_attribute(new, bool(att.ref_attr_name), names, call_atts, defaults, prefix)
             atts.append(new)
         del node.attribute[:]
         node.attribute.extend(atts)
     return g
+
+
+def _rewrite_graph_attribute(
+    att: AttributeProto,
+    from_call: bool,
+    mapping: dict[str, str],
+    call_atts: dict[str, AttributeProto],
+    defaults: dict[str, AttributeProto],
+    prefix: str,
+) -> None:
+    """Rewrite, in place, the graphs of a GRAPH or GRAPHS attribute of an inlined node. A graph
+    the call itself gave (through a reference) reads names of the calling scope: only the
+    names it defines get the prefix."""
+    if from_call:
+        mapping, call_atts, defaults = {}, {}, {}
+    if att.type == AttributeProto.GRAPH:
+        att.g.CopyFrom(_rewrite_graph(att.g, mapping, call_atts, defaults, prefix))
+    elif att.type == AttributeProto.GRAPHS:
+        for sub in att.graphs:
+            sub.CopyFrom(_rewrite_graph(sub, mapping, call_atts, defaults, prefix))
 
 
 def _rename_graph(graph: onnx.GraphProto, mapping: dict[str, str]) -> onnx.GraphProto:
@@ -205,11 +221,7 @@ def inline_call(
             if res.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
                 a = AttributeProto()
                 a.CopyFrom(res)
-                if a.type == AttributeProto.GRAPH:
-                    a.g.CopyFrom(_rewrite_graph(res.g, mapping, call_atts, defaults, prefix))
-                else:
-                    for sub in a.graphs:
-                        sub.CopyFrom(_rewrite_graph(sub, mapping, call_atts, defaults, prefix))
+                _rewrite_graph_attribute(a, bool(att.ref_attr_name), mapping, call_atts, defaults, prefix)
                 res = a
             new.attribute.append(res)
         new.name = prefix + (bn.name or bn.op_type)

@@ -138,6 +138,21 @@ def test_function_with_a_subgraph_reading_its_inputs_and_attributes():
                                       run_ort(m, {"cond": np.array(c), "v": v})[0])
 
 
+def test_graph_attribute_given_by_the_call_reads_the_callers_names():
+    """A branch passed to a function through a reference reads the caller's ``x``, even though
+    the function calls its own formal input ``x`` too (bound here to the caller's ``v``)."""
+    iff = helper.make_node("If", ["c"], ["y"], else_branch=helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", F, [2])]))
+    iff.attribute.append(ref_att("then_branch", "branch", AttributeProto.GRAPH))
+    fn = function("Choose", ["c", "x"], ["y"], [iff], attributes=["branch"])
+    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "branch", [], [vi("t", F, [2])])
+    m = model([helper.make_node("Choose", ["cond", "v"], ["out"], domain=LOCAL, branch=branch)],
+              [vi("cond", B, []), vi("v", F, [2]), vi("x", F, [2])], [vi("out", F, [2])], [fn])
+    feeds = {"v": np.array([1.0, 2.0], np.float32), "x": np.array([7.0, 8.0], np.float32)}
+    np.testing.assert_array_equal(run(m, {**feeds, "cond": np.array(True)})[0], feeds["x"])
+    np.testing.assert_array_equal(run(m, {**feeds, "cond": np.array(False)})[0], -feeds["v"])
+
+
 def test_function_errors():
     m = model([helper.make_node("ScaledAdd", ["x", "y"], ["z"], domain=LOCAL, beta=1.0)],
               [vi("x", F, [1]), vi("y", F, [1])], [vi("z", F, [1])], [_scaled_add()])

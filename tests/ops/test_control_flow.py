@@ -339,6 +339,23 @@ def test_scan8_batch_sequence_lens_and_directions():
         assert_same(got, run_ort(m, {"s0": s0, "x": x}))
 
 
+def test_scan8_pads_strings_and_scan9_gives_0d_elements():
+    S = TensorProto.STRING
+    body = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "body", [vi("x", S, [])], [vi("y", S, [])])
+    node = helper.make_node("Scan", ["lens", "x"], ["ys"], body=body, num_scan_inputs=1)
+    m = model([node], [vi("lens", I64, [2]), vi("x", S, [2, 3])], [vi("ys", S, None)], opset=8)
+    x = np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object)
+    (ys,) = run(m, {"lens": np.array([2, 0], np.int64), "x": x})
+    assert ys.dtype == object and ys.tolist() == [["a", "b", ""], ["", "", ""]]
+    # a 1-D scan input gives the body 0-d tensors (not numpy scalars)
+    body = helper.make_graph([helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Add", ["s", "x"], ["s2"])],
+                             "body", [vi("s", F, []), vi("x", F, [])], [vi("s2", F, []), vi("shape", I64, [0])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "shapes"], body=body, num_scan_inputs=1)
+    m = model([node], [vi("s0", F, []), vi("x", F, [4])], [vi("s", F, None), vi("shapes", I64, None)])
+    s_final, shapes = run(m, {"s0": np.array(0.5, np.float32), "x": np.arange(4, dtype=np.float32)})
+    assert s_final.shape == () and float(s_final) == 6.5 and shapes.shape == (4, 0)
+
+
 def test_scan_attribute_errors():
     with pytest.raises(InvalidAttributeError, match=r"'num_scan_inputs' is 4, expected 1 to 3"):
         run(_scan9(num_in=4), {})

@@ -29,15 +29,21 @@ def empty_scan_output(value_info: onnx.ValueInfoProto, leading: tuple[int, ...] 
     dims: tuple[int, ...] = ()
     if tt.HasField("shape"):
         dims = tuple(int(d.dim_value) if d.HasField("dim_value") else 0 for d in tt.shape.dim)
-    return np.empty(leading + dims, dtype=dtype)
+    # Scan-8 pads batch entries of length 0 with this
+    return blank(leading + dims, dtype)
+
+
+def blank(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Padding: zeros, or empty strings for a string tensor."""
+    return np.full(shape, "", dtype=object) if dtype == object else np.zeros(shape, dtype=dtype)
 
 
 def _reads_input(plan: Any, index: int) -> bool:
     """Whether any node (or subgraph, or output) of ``plan`` reads its ``index``-th input."""
-    slot = plan.slots[plan.input_names[index]]
-    if slot in plan._output_slots:
+    name = plan.input_names[index]
+    if name in plan.output_names:
         return True
-    return any(slot in st.inputs or any(s == slot for _, s in st.context) for st in plan.steps)
+    return any(name in st.node.input or any(n == name for n, _ in st.context) for st in plan.steps)
 
 
 def stack_scan_output(values: list[Any], name: str, axis: int = 0) -> np.ndarray:

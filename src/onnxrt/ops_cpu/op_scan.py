@@ -11,7 +11,7 @@ from ..registry import register
 from ._indexing import normalize_axis
 from ._op import OpRun
 from .op_if import subgraph_plan
-from .op_loop import empty_scan_output, stack_scan_output
+from .op_loop import blank, empty_scan_output, stack_scan_output
 
 
 def _check_flags(op: OpRun, name: str, values: list[int] | None, count: int) -> list[int]:
@@ -47,7 +47,7 @@ class _ScanBase(OpRun):
 class Scan8(_ScanBase):
     """Scan-8: inputs carry a batch axis 0 and a sequence axis 1; ``sequence_lens`` (optional)
     gives each batch entry's length, ``directions`` reverses inputs. Scan outputs past an entry's
-    length are zeros (the spec leaves them undefined; onnxruntime writes zeros too).
+    length are zeros, or empty strings (the spec leaves them undefined; onnxruntime writes zeros).
     """
 
     def __init__(self, onnx_node, desc=None, **options):
@@ -104,7 +104,7 @@ class Scan8(_ScanBase):
                 if outs_t[k]:
                     arr = stack_scan_output(outs_t[k], info.name)
                     if length < max_len:
-                        pad = np.zeros((max_len - length,) + arr.shape[1:], dtype=arr.dtype)
+                        pad = blank((max_len - length,) + arr.shape[1:], arr.dtype)
                         arr = np.concatenate([arr, pad])
                 else:
                     arr = None
@@ -116,7 +116,7 @@ class Scan8(_ScanBase):
             if known is None:
                 results.append(empty_scan_output(info, (batch, max_len)))
                 continue
-            filled = [a if a is not None else np.zeros_like(known) for a in per_batch[k]]
+            filled = [a if a is not None else blank(known.shape, known.dtype) for a in per_batch[k]]
             results.append(np.stack(filled))
         return tuple(results)
 
