@@ -66,6 +66,17 @@ def test_activation_formula(op, dtype):
     np.testing.assert_allclose(f64(y), ref(f64(x)), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_activation_of_a_0d_tensor(op):
+    """numpy returns scalars for 0-d operands, which out= buffers refuse: 0-d inputs still work."""
+    attrs, ref, opset = CASES[op]
+    for dtype in (np.float32, np.float16):
+        x = np.array(-0.75, dtype)
+        y = run(op, x, opset=opset, **attrs)
+        assert isinstance(y, np.ndarray) and y.shape == () and y.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(f64(y), ref(f64(x)), rtol=2e-3 if dtype == np.float16 else 2e-6)
+
+
 def test_gelu_tanh_approximation():
     x = np.linspace(-5, 5, 41).astype(np.float32)
     y = run("Gelu", x, opset=20, approximate="tanh")

@@ -119,6 +119,21 @@ def test_unary_keeps_shape_for_empty_and_scalar_inputs():
     np.testing.assert_allclose(run("Exp", np.array(2.0, np.float32)), np.exp(np.float32(2.0)))
 
 
+@pytest.mark.parametrize("op", ["Add", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Sigmoid", "Erf", "Relu", "IsInf"])
+def test_0d_operands_give_0d_arrays(op):
+    a = np.array(7.0, np.float32)
+    b = np.array(2.0, np.float32)
+    inputs = (a,) if op in ("Sigmoid", "Erf", "Relu", "IsInf") else (a, b)
+    attrs = {"fmod": 1} if op == "Mod" else {}
+    y = run(op, *inputs, opset=16, **attrs)
+    assert isinstance(y, np.ndarray) and y.shape == ()
+    if op in ("Max", "Min", "Sum", "Mean"):
+        y3 = run(op, a, b, b, opset=16)
+        assert isinstance(y3, np.ndarray) and y3.shape == ()
+    ia = np.array(-7, np.int32)
+    assert run("Div", ia, np.array(2, np.int32), opset=16).tolist() == -3
+
+
 def test_round_halves_to_even():
     x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -4.5, 2.3, 0.9, -0.0, np.inf, np.nan], np.float32)
     y = run("Round", x, opset=11)

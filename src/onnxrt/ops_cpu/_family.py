@@ -171,6 +171,9 @@ def compute_in_float(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]
     """
 
     def wrapped(x: np.ndarray, **kw: Any) -> np.ndarray:
+        if x.ndim == 0:
+            # numpy turns 0-D results into scalars, which the kernels' out= arguments refuse
+            return wrapped(x.reshape(1), **kw).reshape(())
         dt = x.dtype
         if dt in _NATIVE_FLOATS:
             y = fn(x, **kw)

@@ -144,7 +144,7 @@ def _sum(*inputs: np.ndarray) -> np.ndarray:
 def _mean(*inputs: np.ndarray) -> np.ndarray:
     if len(inputs) == 1:
         return inputs[0]
-    total = _fold(np.add, inputs)
+    total = np.asarray(_fold(np.add, inputs))  # 0-d operands give a numpy scalar, which out= refuses
     return np.divide(total, total.dtype.type(len(inputs)), out=total)
 
 

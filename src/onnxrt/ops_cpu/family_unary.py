@@ -24,6 +24,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     computed in float32 (their exp overflows already at x < -11) and rounded once.
     """
     dt = x.dtype
+    if x.ndim == 0:  # numpy would turn the 0-D intermediates into scalars (no out=)
+        return _sigmoid(x.reshape(1)).reshape(())
     if dt != _F32 and dt != _F64:
         return _sigmoid(x.astype(np.float32)).astype(dt)
     y = np.negative(x)
