@@ -250,3 +250,13 @@ def test_zip_map_one_row_and_errors():
     assert y == [{"a": 0.25, "b": 0.75}]
     with pytest.raises(KernelError, match="has 3 labels, the input has shape \\[2, 2\\]"):
         run_op("ZipMap", [("X", np.zeros((2, 2), np.float32))], classlabels_strings=["a", "b", "c"])
+
+
+def test_map_value_type_comes_from_the_graph():
+    # Python floats do not say float or double: the graph's declaration decides
+    inputs = [("X", (_map_type(TensorProto.STRING, TensorProto.DOUBLE), {"b": 0.1}))]
+    (y,) = run_onnxrt(ml_model("DictVectorizer", inputs, string_vocabulary=["a", "b"]), feeds_of(inputs))
+    assert y.dtype == np.float64 and y.tolist() == [[0.0, 0.1]]
+    inputs = [("X", (_map_type(TensorProto.STRING, TensorProto.FLOAT), {"b": 0.1}))]
+    (y,) = run_onnxrt(ml_model("DictVectorizer", inputs, string_vocabulary=["a", "b"]), feeds_of(inputs))
+    assert y.dtype == np.float32 and y[0, 1] == np.float32(0.1)

@@ -154,6 +154,33 @@ def check_choice(op: Any, name: str, value: Any, choices: tuple[Any, ...]) -> An
     return value
 
 
+def declared_type(op: Any, name: str) -> Any:
+    """The TypeProto the graph declares for value ``name`` (inputs, value_info, outputs), or None."""
+    graph = op.options.get("graph")
+    if graph is None or not name:
+        return None
+    for vi in (*graph.input, *graph.value_info, *graph.output):
+        if vi.name == name and vi.HasField("type"):
+            return vi.type
+    return None
+
+
+def declared_map_value_dtype(op: Any, name: str) -> np.dtype | None:
+    """The numpy dtype of the values of map ``name`` as the graph declares it, or None."""
+    tp = declared_type(op, name)
+    if tp is None or tp.WhichOneof("value") != "map_type":
+        return None
+    value = tp.map_type.value_type
+    if value.WhichOneof("value") != "tensor_type" or not value.tensor_type.elem_type:
+        return None
+    from ..dtypes import np_dtype
+
+    try:
+        return np_dtype(value.tensor_type.elem_type)
+    except KeyError:
+        return None
+
+
 def threads_of(op: Any) -> int | None:
     """The session's intra_op_num_threads (None: the kernel thread pool's default)."""
     options = op.options.get("session_options")

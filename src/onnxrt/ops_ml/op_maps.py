@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import IndexOutOfRangeError, InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
 from ..registry import register
-from ._common import ML_DOMAIN, check_choice, class_labels, string_array
+from ._common import ML_DOMAIN, check_choice, class_labels, declared_map_value_dtype, string_array
 from ._lookup import Lookup
 
 
@@ -17,10 +17,15 @@ def _map_items(m, label: str) -> tuple[list, list]:
     return list(m.keys()), list(m.values())
 
 
-def _values_array(values: list) -> np.ndarray:
-    """The map's values as an array: str -> object, integers -> int64, floats -> their numpy
-    dtype when they carry one, else float32 (maps hold float or double; a Python float does
-    not say which, and float is what converters emit)."""
+def _values_array(values: list, declared: np.dtype | None = None) -> np.ndarray:
+    """The map's values as an array of the type the graph declares for the map; without a
+    declaration: str -> object, integers -> int64, floats -> their numpy dtype when they
+    carry one, else float32 (a Python float does not say float or double; float is what
+    converters emit)."""
+    if declared is not None:
+        if declared == object or declared.kind in "OUS":
+            return string_array(values)
+        return np.asarray(values, dtype=declared) if values else np.zeros(0, dtype=declared)
     if not values:
         return np.zeros(0, dtype=np.float32)
     first = values[0]
@@ -48,6 +53,7 @@ class CastMap(OpRun):
         super().__init__(onnx_node, desc, **options)
         check_choice(self, "cast_to", self.cast_to, ("TO_FLOAT", "TO_STRING", "TO_INT64"))
         check_choice(self, "map_form", self.map_form, ("DENSE", "SPARSE"))
+        self._declared = declared_map_value_dtype(self, onnx_node.input[0])
         if self.map_form == "SPARSE" and (self.max_map is None or self.max_map < 0):
             raise InvalidAttributeError(f"{self._node_label()}: attribute 'max_map' is {self.max_map!r}, expected a non-negative integer.")
 
@@ -72,7 +78,7 @@ class CastMap(OpRun):
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         keys, vals = _map_items(x, self._node_label())
         k = np.asarray(keys, dtype=np.int64) if keys else np.zeros(0, np.int64)
-        v = self._cast(_values_array(vals))
+        v = self._cast(_values_array(vals, self._declared))
         if self.map_form == "DENSE":
             return (v[np.argsort(k, kind="stable")].reshape(1, -1),)
         if k.size and k.min() < 0:
@@ -89,7 +95,8 @@ class CastMap(OpRun):
 class DictVectorizer(OpRun):
     """DictVectorizer (ml 1): the map's value for vocabulary entry i goes to column i, zeros
     elsewhere; keys outside the vocabulary are ignored (onnxruntime). The output has shape
-    [1, V] like onnxruntime's (the spec says 1-D; converted models declare [N, V])."""
+    [1, V] like onnxruntime's (the spec says 1-D; converted models declare [N, V]) and the
+    type of the map's values as the graph declares it (map(string, double) gives double)."""
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -102,10 +109,11 @@ class DictVectorizer(OpRun):
         self._size = vocab.size
         self._lookup = Lookup(vocab)
         self._string_keys = bool(strings)
+        self._declared = declared_map_value_dtype(self, onnx_node.input[0])
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         keys, vals = _map_items(x, self._node_label())
-        values = _values_array(vals)
+        values = _values_array(vals, self._declared)
         out = np.zeros((1, self._size), dtype=values.dtype)
         if values.dtype == object:
             out[...] = ""
