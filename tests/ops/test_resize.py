@@ -167,6 +167,26 @@ def test_tf_crop_and_resize_matches_plain_definition_and_extrapolates():
     assert (y == -7.0).any()
 
 
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("out_w", [1, 3, 9])
+def test_tf_crop_and_resize_to_sizes_matches_onnxruntime_and_loop(mode, out_w):
+    rng = np.random.default_rng(out_w)
+    x = rng.standard_normal((1, 1, 4, 7)).astype(np.float32)
+    roi = np.array([0, 0, 0.4, 0.24, 1, 1, 1.17, 0.66], np.float32)
+    sizes = np.array([1, 1, 6, out_w], np.int64)
+    node = resize_node(("X", "R", "", "Z"), mode=mode, coordinate_transformation_mode="tf_crop_and_resize")
+    feeds = {"X": x, "R": roi, "Z": sizes}
+    (expected,) = ort_node(node, feeds, opset=13)
+    (got,) = onnxrt_node(node, feeds, opset=13)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    rows = [loop_resize_1d(list(r), out_w, out_w / 7, mode, "tf_crop_and_resize", start=float(roi[3]), end=float(roi[7]))
+            for r in x[0, 0].astype(np.float64)]
+    cols = np.array(rows).T
+    ref = np.array([loop_resize_1d(list(c), 6, 6 / 4, mode, "tf_crop_and_resize", start=float(roi[2]), end=float(roi[6]))
+                    for c in cols]).T
+    np.testing.assert_allclose(got[0, 0], ref, rtol=1e-5, atol=1e-5)
+
+
 def test_nearest_modes_known_indices():
     x = np.arange(4, dtype=np.float32)[None, None]
     # asymmetric x2: x_original = 0, .5, 1, 1.5, ...
@@ -248,22 +268,33 @@ def test_keep_aspect_ratio_policy_matches_onnxruntime(policy):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("size", [(200, 37), (37, 300), (513, 96)])
-def test_long_axes_resampled_in_blocks_match_onnxruntime(size):
-    """Axes longer than a block run through banded matrix blocks, strong shrinks through taps."""
+@pytest.mark.parametrize(
+    "scale,strategy",
+    [
+        (2.0, "phases"),  # 2 outputs per input: two phases of strided slices
+        (300 / 130, "phases"),  # 30 outputs per 13 inputs
+        (0.4375, "phases"),  # 7 per 16
+        (1.37, "blocks"),  # 137/100: a period too long, banded matrix blocks
+        (0.123, "taps"),  # no short period, a strong shrink: one gather per tap
+    ],
+)
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_axis_strategies_match_onnxruntime(scale, strategy, mode):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 2, 40, 130)).astype(np.float32)
-    feeds = {"X": x, "Z": np.array([1, 2, *size], np.int64)}
-    node = resize_node(("X", "", "", "Z"), mode="cubic")
+    feeds = {"X": x, "S": np.array([1, 1, 1, scale], np.float32)}
+    node = resize_node(mode=mode)
     (expected,) = ort_node(node, feeds, opset=13)
     (got,) = onnxrt_node(node, feeds, opset=13)
+    assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
-    plan = axis_plan(130, size[1], size[1] / 130, "cubic", "half_pixel", "round_prefer_floor", -0.75, 0, 0, 0.0, 1.0,
-                     float(size[1]))
-    if 130 >= 2 * size[1]:  # a strong shrink: one gather per tap
-        assert plan.taps is not None and plan.taps[0].shape == (size[1], 4) and not plan.blocks
-    else:
-        assert plan.taps is None and len(plan.blocks) > 1
+    sc = float(np.float32(scale))
+    out_len = int(np.floor(np.float32(130) * np.float32(scale)))
+    plan = axis_plan(130, out_len, sc, mode, "half_pixel", "round_prefer_floor", -0.75, 0, 0, 0.0, 1.0, 130 * sc)
+    used = "phases" if plan.phases else "taps" if plan.taps is not None else "blocks"
+    assert used == strategy
+    if strategy == "blocks":
+        assert len(plan.blocks) > 1
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
@@ -273,8 +304,13 @@ def test_integer_linear_truncates_like_onnxruntime(dtype):
     node = resize_node(mode="linear")
     (expected,) = ort_node(node, feeds, opset=13)
     (got,) = onnxrt_node(node, feeds, opset=13)
+    exact = resize(x.astype(np.float64), scales=np.array([1, 1, 1.5, 1.5], np.float32), mode="linear")
     assert got.dtype == dtype
-    np.testing.assert_array_equal(got, expected)
+    # the interpolated value, truncated (3.5 gives 3, not 4)
+    np.testing.assert_array_equal(got, np.trunc(np.round(exact, 9)).astype(dtype))
+    # onnxruntime truncates too; its float32 sums may fall just below an exact integer
+    diff = got.astype(int) - expected.astype(int)
+    assert set(np.unique(diff)) <= {0, 1} and (diff == 0).mean() > 0.8
 
 
 def test_integer_cubic_saturates():

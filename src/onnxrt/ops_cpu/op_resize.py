@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -27,6 +28,8 @@ LEGACY_NEAREST = "legacy"
 _DENSE_LIMIT = 16
 #: about this many inputs feed each block of outputs
 _BLOCK_INPUTS = 16
+#: the longest output period (outputs per repeat of the interpolation weights) run by phases
+_MAX_PERIOD = 64
 
 
 # --------------------------------------------------------------------------------------
@@ -42,6 +45,7 @@ def source_coordinates(
     roi_start: float = 0.0,
     roi_end: float = 1.0,
     resized: float | None = None,
+    dtype: type = np.float32,
 ) -> np.ndarray:
     """``x_original`` of every output position of one axis, per the spec's formulas.
 
@@ -50,10 +54,12 @@ def source_coordinates(
     is ``in_len * scale`` (``resized``, default), fractional when floor() cut the output (the
     conformance suite expects this; onnxruntime divides by the integer output length).
     ``pytorch_half_pixel`` tests the integer output length, as PyTorch does.
+    Returned as float64, computed in ``dtype``.
     """
-    # float32 arithmetic in the order of the formulas, as onnxruntime computes them: the
-    # rounding of nearest neighbours at exact halves then agrees with it
-    f = np.float32
+    # float32 by default, in the order of the formulas, as onnxruntime computes them: the
+    # rounding of nearest neighbours at exact halves and the extrapolated positions then
+    # agree with it; interpolation weights use float64
+    f = dtype
     x = np.arange(out_len, dtype=f)
     s, half, n_in, one = f(scale), f(0.5), f(in_len), f(1.0)
     length_resized = f(in_len) * s if resized is None else f(resized)
@@ -125,8 +131,10 @@ def filter_taps(
     cubic_coeff_a: float = -0.75,
     exclude_outside: int = 0,
     antialias: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(indices, weights), both ``[out, taps]``, of linear or cubic interpolation at ``xo``.
+    positions: bool = False,
+) -> tuple[np.ndarray, ...]:
+    """(indices, weights), both ``[out, taps]``, of linear or cubic interpolation at ``xo``
+    (and the unclamped tap positions when ``positions``).
 
     Without antialias the taps are the 2 (linear) or 4 (cubic) neighbours. With antialias
     and a downscale, the kernel is stretched by 1/scale, so every input point closer than
@@ -151,7 +159,7 @@ def filter_taps(
         total = weights.sum(axis=1, keepdims=True)
         weights = np.divide(weights, total, out=np.zeros_like(weights), where=total != 0)
     idx = np.clip(pos, 0, in_len - 1).astype(np.intp)
-    return idx, weights
+    return (idx, weights, pos) if positions else (idx, weights)
 
 
 def _band_blocks(idx: np.ndarray, weights: np.ndarray, in_len: int) -> tuple[tuple[int, int, int, int, np.ndarray], ...]:
@@ -186,9 +194,22 @@ def _band_blocks(idx: np.ndarray, weights: np.ndarray, in_len: int) -> tuple[tup
 
 
 @dataclass(frozen=True)
+class Phase:
+    """Outputs ``start, start + step, ...`` (``count`` of them) that all read the inputs
+    ``in_start + k * in_step`` of every tap with the same weights: strided slices."""
+
+    start: int
+    count: int
+    step: int
+    in_step: int
+    taps: tuple[tuple[int, float], ...]  # (first input, weight)
+
+
+@dataclass(frozen=True)
 class AxisPlan:
-    """How one axis is resampled: a gather (nearest), banded matrix blocks (linear, cubic),
-    or, when shrinking by 2 or more with a few taps, one gather per tap."""
+    """How one axis is resampled: a gather (nearest); polyphase strided slices when the
+    weights repeat (a rational scale), with the few border outputs gathered; otherwise
+    banded matrix blocks, or one gather per tap for strong shrinks."""
 
     in_len: int
     out_len: int
@@ -196,6 +217,40 @@ class AxisPlan:
     blocks: tuple[tuple[int, int, int, int, np.ndarray], ...]
     outside: np.ndarray | None
     taps: tuple[np.ndarray, np.ndarray] | None = None
+    phases: tuple[Phase, ...] = ()
+    border: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # outputs, indices, weights
+
+
+def _rational(scale: float) -> Fraction | None:
+    """``P/Q`` (P <= _MAX_PERIOD) when ``scale`` is a float32 rounding of it, else None."""
+    frac = Fraction(scale).limit_denominator(4 * _MAX_PERIOD)
+    if frac.numerator > _MAX_PERIOD or abs(float(frac) - scale) > 1e-6 * scale:
+        return None
+    return frac
+
+
+def _phases(idx: np.ndarray, w: np.ndarray, pos: np.ndarray, in_len: int, period: int, in_step: int):
+    """Split an axis whose weights repeat every ``period`` outputs (``in_step`` inputs
+    further) into phases over its interior, where no tap leaves the axis; the outputs
+    around it are gathered. None when the weights do not repeat."""
+    out_len = idx.shape[0]
+    inside = np.flatnonzero(((pos >= 0) & (pos <= in_len - 1)).all(axis=1))
+    if inside.size == 0:
+        return None
+    a, b = int(inside[0]), int(inside[-1]) + 1
+    if b - a != inside.size or b - a < 2 * period:
+        return None
+    if not np.array_equal(idx[a + period : b], idx[a : b - period] + in_step):
+        return None
+    if not np.allclose(w[a + period : b], w[a : b - period], rtol=0, atol=1e-9):
+        return None
+    phases = []
+    for p in range(a, min(a + period, b)):  # one phase per output of the first period
+        count = (b - 1 - p) // period + 1
+        taps = tuple((int(idx[p, t]), float(w[p, t])) for t in range(idx.shape[1]) if w[p, t] != 0)
+        phases.append(Phase(p, count, period, in_step, taps))
+    rest = np.r_[0:a, b:out_len].astype(np.intp)
+    return tuple(phases), (rest, idx[rest], w[rest])
 
 
 @lru_cache(maxsize=256)
@@ -221,7 +276,19 @@ def axis_plan(
         outside = out_mask if out_mask.any() else None
     if mode == "nearest":
         return AxisPlan(in_len, out_len, nearest_indices(xo, in_len, nearest_mode, scale), (), outside)
-    idx, w = filter_taps(xo, in_len, mode, scale, cubic_coeff_a, exclude_outside, antialias)
+    # weights in float64; a scale that is the float32 rounding of P/Q counts as P/Q exactly,
+    # so that the weights repeat every P outputs (they differ from the float32 ones by
+    # less than that rounding)
+    frac = _rational(scale)
+    exact = float(frac) if frac is not None else scale
+    if resized == in_len * scale:  # a length derived from the scale follows it
+        resized = in_len * exact
+    xo = source_coordinates(out_len, in_len, exact, coordinate_mode, roi_start, roi_end, resized, dtype=np.float64)
+    idx, w, pos = filter_taps(xo, in_len, mode, scale, cubic_coeff_a, exclude_outside, antialias, positions=True)
+    if frac is not None:
+        found = _phases(idx, w, pos, in_len, frac.numerator, frac.denominator)
+        if found is not None:
+            return AxisPlan(in_len, out_len, None, (), outside, phases=found[0], border=found[1])
     if in_len >= 2 * out_len and idx.shape[1] <= 4:
         # a strong shrink without antialias reads a few inputs per output: the matrix
         # products would mostly multiply zeros, one gather per tap is cheaper
@@ -260,8 +327,44 @@ def _apply_taps(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     return acc
 
 
+def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
+    """Each phase: a weighted sum of strided input slices written to strided outputs (no
+    gather, no matrix product); then the border outputs, gathered."""
+    shape = x.shape
+    pre = int(np.prod(shape[:axis], dtype=np.int64))
+    post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+    x3 = x.reshape(pre, plan.in_len, post)
+    out = np.empty((pre, plan.out_len, post), dtype=x.dtype)
+    real = x.real.dtype.type
+    scratch = None
+    for ph in plan.phases:  # at most _MAX_PERIOD phases, each a few whole-array operations
+        dst = out[:, ph.start : ph.start + ph.step * (ph.count - 1) + 1 : ph.step]
+        span = ph.in_step * (ph.count - 1) + 1
+        if not ph.taps:
+            dst[...] = 0
+            continue
+        first, weight = ph.taps[0]
+        np.multiply(x3[:, first : first + span : ph.in_step], real(weight), out=dst)
+        for first, weight in ph.taps[1:]:
+            if scratch is None or scratch.shape[1] < ph.count:
+                scratch = np.empty((pre, ph.count, post), dtype=x.dtype)
+            tmp = scratch[:, : ph.count]
+            np.multiply(x3[:, first : first + span : ph.in_step], real(weight), out=tmp)
+            dst += tmp
+    rest, idx, w = plan.border
+    if rest.size:
+        weights = w.astype(real)
+        acc = np.take(x3, idx[:, 0], axis=1) * weights[:, 0, None]
+        for t in range(1, idx.shape[1]):
+            acc += np.take(x3, idx[:, t], axis=1) * weights[:, t, None]
+        out[:, rest] = acc
+    return out.reshape(shape[:axis] + (plan.out_len,) + shape[axis + 1 :])
+
+
 def _apply_blocks(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     """Multiply axis ``axis`` of ``x`` by the plan's matrix: BLAS products, no gathers."""
+    if plan.phases:
+        return _apply_phases(x, axis, plan)
     if plan.taps is not None:
         return _apply_taps(x, axis, plan)
     shape = x.shape
@@ -281,11 +384,11 @@ def _apply_blocks(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
 
 def _compute_dtype(dtype: np.dtype, mode: str) -> np.dtype:
     """float32/float64/complex run as they are, float16 and bfloat16 in float32, integers
-    in float32 (8 and 16 bits) or float64 (32 and 64 bits)."""
+    in float64."""
     if dtype.kind in "fc" and dtype.itemsize >= 4:
         return dtype
     if dtype.kind in "iu":
-        return np.dtype(np.float32) if dtype.itemsize <= 2 else np.dtype(np.float64)
+        return np.dtype(np.float64)
     if dtype.kind in "bOUS":
         raise KernelError(f"mode {mode!r} interpolates numbers, it cannot resample a tensor of {dtype}.")
     return np.dtype(np.float32)
@@ -295,8 +398,12 @@ def _to_output(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if y.dtype == dtype:
         return y
     if dtype.kind in "iu":
-        # integer outputs: computed in floating point, then truncated as Cast does (and
-        # onnxruntime); cubic overshoots are saturated first
+        # integer outputs: the interpolated value truncated, as Cast does and as
+        # onnxruntime (whose float32 sums may land just below an exact integer and give one
+        # less); values within rounding noise of an integer count as that integer, and
+        # cubic overshoots saturate
+        nearest = np.rint(y)
+        y = np.where(np.abs(y - nearest) <= 1e-9 * np.maximum(np.abs(y), 1.0), nearest, y)
         info = np.iinfo(dtype)
         y = np.clip(y, info.min, info.max)
     return y.astype(dtype)
