@@ -466,13 +466,14 @@ def resize(
 ) -> np.ndarray:
     """Resize ``x`` on ``axes`` (default all) to ``sizes`` or by ``scales`` (exactly one of them).
 
-    Axes are resampled one after the other (the most shrunk first): ``nearest`` gathers,
-    ``linear``/``cubic`` multiply the axis by a banded interpolation matrix. The
-    coordinate transformation maps each output index to ``x_original`` in the input;
-    ``tf_crop_and_resize`` reads ``roi`` (starts then ends, normalised) and writes
-    ``extrapolation_value`` where ``x_original`` leaves [0, length - 1]. Nearest works on
-    every element type; linear and cubic compute float16/bfloat16 in float32 and
-    integers in floating point, truncated at the end like Cast.
+    Axes are resampled one after the other (the most shrunk first): ``nearest`` gathers;
+    ``linear``/``cubic`` apply per-axis interpolation weights, as strided slices when the
+    weights repeat (rational scales such as 2 or 7/16), else as banded matrix products or
+    one gather per tap (see :class:`AxisPlan`). The coordinate transformation maps each
+    output index to ``x_original`` in the input; ``tf_crop_and_resize`` reads ``roi``
+    (starts then ends, normalised) and writes ``extrapolation_value`` where ``x_original``
+    leaves [0, length - 1]. Nearest works on every element type; linear and cubic compute
+    float16/bfloat16 in float32 and integers in float64, truncated at the end like Cast.
     """
     x = np.asarray(x)
     rank = x.ndim
