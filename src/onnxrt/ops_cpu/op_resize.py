@@ -343,6 +343,14 @@ def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
         if not ph.taps:
             dst[...] = 0
             continue
+        if len(ph.taps) == 2 and abs(ph.taps[0][1] + ph.taps[1][1] - 1.0) < 1e-12:
+            # two weights summing to 1 (linear): w * (a - b) + b, no temporary
+            (ia, wa), (ib, _) = ph.taps
+            b = x3[:, ib : ib + span : ph.in_step]
+            np.subtract(x3[:, ia : ia + span : ph.in_step], b, out=dst)
+            dst *= real(wa)
+            dst += b
+            continue
         first, weight = ph.taps[0]
         np.multiply(x3[:, first : first + span : ph.in_step], real(weight), out=dst)
         for first, weight in ph.taps[1:]:
