@@ -58,6 +58,8 @@ class Forest:
     wmax: np.ndarray | None = None
     members: dict[int, np.ndarray] = field(default_factory=dict)
     label: str = "TreeEnsemble"
+    #: the votes' weights as given (the classifiers' two-class rule looks at their signs)
+    vote_weights: np.ndarray | None = None
     # filled by compile()
     depth: int = 0
     n_features: int = 0

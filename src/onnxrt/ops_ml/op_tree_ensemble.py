@@ -57,9 +57,8 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
     features = _ints(op, "nodes_featureids", n)
     true_ids = _ints(op, "nodes_truenodeids", n)
     false_ids = _ints(op, "nodes_falsenodeids", n)
-    missing = _ints(op, "nodes_missing_value_tracks_true", n, default=0) if getattr(op, "nodes_missing_value_tracks_true", None) else np.zeros(n, np.int64)
-    if missing.size != n:
-        raise InvalidAttributeError(f"{label}: attribute 'nodes_missing_value_tracks_true' has {missing.size} values, expected {n}.")
+    # an absent or empty nodes_missing_value_tracks_true means false for every node
+    missing = _ints(op, "nodes_missing_value_tracks_true", n) if getattr(op, "nodes_missing_value_tracks_true", None) else np.zeros(n, np.int64)
     modes_s = getattr(op, "nodes_modes", None) or []
     if len(modes_s) != n:
         raise InvalidAttributeError(f"{label}: attribute 'nodes_modes' has {len(modes_s)} values, expected {n}.")
@@ -77,9 +76,10 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
         raise InvalidAttributeError(f"{label}: attribute 'nodes_values' has {values.size} values, expected {n}.")
 
     # (tree id, node id) -> position, with one sorted key array (no per-node Python work)
+    for name, ids in (("nodes_nodeids", node_ids), ("nodes_truenodeids", true_ids), ("nodes_falsenodeids", false_ids)):
+        if (ids < 0).any():
+            raise InvalidAttributeError(f"{label}: attribute {name!r} holds the negative id {int(ids[ids < 0][0])}.")
     span = int(max(node_ids.max(initial=0), true_ids.max(initial=0), false_ids.max(initial=0))) + 1
-    if (node_ids < 0).any():
-        raise InvalidAttributeError(f"{label}: attribute 'nodes_nodeids' holds a negative id.")
     keys = tree_ids * span + node_ids
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
@@ -122,7 +122,7 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
     roots = cand[first[1]]
 
     # votes at the leaves
-    v_trees = _ints(op, f"{prefix}_treeids", default=None) if getattr(op, f"{prefix}_treeids", None) is not None else np.zeros(0, np.int64)
+    v_trees = np.asarray(getattr(op, f"{prefix}_treeids", None) or [], dtype=np.int64)
     m = v_trees.size
     v_nodes = _ints(op, f"{prefix}_nodeids", m) if m else np.zeros(0, np.int64)
     v_ids = _ints(op, f"{prefix}_ids", m) if m else np.zeros(0, np.int64)
@@ -163,8 +163,8 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
         wmax=wmax,
         n_targets=n_targets,
         label=label,
+        vote_weights=v_weights,
     )
-    forest.class_weights = v_weights  # type: ignore[attr-defined]  (the classifiers' binary rule reads them)
     return forest.compile()
 
 
@@ -391,7 +391,7 @@ class TreeEnsembleClassifier(_TreeV1):
                 f"{self._node_label()}: attribute 'base_values' has {self._base.size} values, expected {n_classes} (one per class)."
             )
         voted = np.unique(np.asarray(getattr(self, "class_ids", None) or [], dtype=np.int64))
-        weights = self.forest.class_weights
+        weights = self.forest.vote_weights
         self._single_id = int(voted[0]) if n_classes == 2 and voted.size == 1 else None
         self._threshold = 0.5 if bool((weights >= 0).all()) else 0.0
         self._all_positive = self._threshold == 0.5
