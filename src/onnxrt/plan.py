@@ -52,6 +52,13 @@ def _readonly(arr: Any) -> Any:
     return arr
 
 
+def _fetcher(slots: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
+    """``values -> tuple of values[s]``, in C (itemgetter of one slot returns the bare value)."""
+    if len(slots) > 1:
+        return operator.itemgetter(*slots)
+    return lambda values: tuple(values[s] for s in slots)
+
+
 def _schema_body(gn: GraphNode, types: ValueTypes | None = None) -> tuple[onnx.FunctionProto, dict[str, int]] | None:
     """The schema function body of an operator onnxrt has no kernel for: context-free, or
     context-dependent when ``types`` gives the node's input types (see functions.schema_body)."""
@@ -224,20 +231,23 @@ class Plan:
 
     def runner(self, context: dict[str, Any] | None = None) -> Callable[[list[Any]], tuple[Any, ...]]:
         """``run(inputs) -> outputs`` (a tuple) for a subgraph run many times in a row (Loop, Scan
-        and SequenceMap bodies): like :meth:`run_list`, but one list of values is reused from
-        call to call instead of a copy of the template each time, which halves the engine's
-        cost per iteration. Every call must give every input. A runner belongs to one kernel
-        call (one thread); outer values are bound again each call since the last reader of
-        a value releases it."""
+        and SequenceMap bodies): like :meth:`run_list`, with less work per call. One list of
+        values is reused from call to call (no template copy), inputs are bound with a slice,
+        the steps run in a loop of their own, and an Identity whose output only leaves the
+        graph is not run: the output is fetched from its input (Identity hands over the same
+        object). Every call must give every input. A runner belongs to one kernel call (one
+        thread); outer values are bound again each call since their last reader releases them.
+        The first run of the plan takes the checked path of :meth:`_execute`."""
         values = self._template.copy()
-        in_slots, out_slots, outer = self._input_slots, self._output_slots, self._outer_slots
+        in_slots, outer = self._input_slots, self._outer_slots
+        steps, fetch_slots = self._runner_steps()
         execute = self._execute
-        # outputs as one tuple, fetched in C (itemgetter of one slot returns the bare value)
-        fetch = operator.itemgetter(*out_slots) if len(out_slots) > 1 else (lambda v: tuple(v[s] for s in out_slots))
-
+        full_fetch = _fetcher(self._output_slots)
+        fetch = _fetcher(fetch_slots)
         n_in = len(in_slots)
         # the inputs own slots 1..n (they are numbered first): bound with one slice assignment
         contiguous = in_slots == tuple(range(1, n_in + 1))
+        wrap = self._wrap
 
         def run(inputs: list[Any]) -> tuple[Any, ...]:
             if contiguous and len(inputs) == n_in:
@@ -248,10 +258,65 @@ class Plan:
             if outer:
                 for name, s in outer:
                     values[s] = context[name]  # type: ignore[index]
-            execute(values)
+            if not self._types_checked:
+                execute(values)
+                return full_fetch(values)
+            index = 0
+            try:
+                for index, fn, get, in0, out0, outs, frees, ctx in steps:
+                    if ctx:
+                        res = fn(*[values[s] for s in get], context={n: values[s] for n, s in ctx})
+                    elif in0 >= 0:
+                        res = fn(values[in0])
+                    else:
+                        res = fn(*get(values)) if get is not None else fn()
+                    if out0 >= 0:
+                        values[out0] = res[0]
+                    else:
+                        for s, r in zip(outs, res):
+                            if s:  # slot 0 stands for omitted inputs: it must stay None
+                                values[s] = r
+                    if frees:
+                        for s in frees:
+                            values[s] = None
+            except Exception as e:
+                raise wrap(e, index, values) from e
             return fetch(values)
 
         return run
+
+    def _runner_steps(self) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]]:
+        """The steps :meth:`runner` runs, as (index, fn, getter, single input, single output,
+        outputs, frees, context), and the slots its outputs are fetched from. Computed once."""
+        cached = getattr(self, "_runner_cache", None)
+        if cached is not None:
+            return cached
+        read = {s for st in self.steps for s in st.inputs} | {s for st in self.steps for _, s in st.context}
+        alias: dict[int, int] = {}
+        skipped: set[int] = set()
+        for i, st in enumerate(self.steps):
+            proto = st.node.proto
+            if (
+                proto.op_type == "Identity" and proto.domain in ("", "ai.onnx") and not st.context
+                and len(st.inputs) == 1 and len(st.outputs) == 1 and st.inputs[0] != _DISCARD
+                and st.outputs[0] in self._output_slots and st.outputs[0] not in read
+                # the input must stay alive until the outputs are fetched
+                and not any(st.inputs[0] in later.frees for later in self.steps[i + 1 :])
+            ):
+                alias[st.outputs[0]] = st.inputs[0]
+                skipped.add(i)
+        steps = []
+        for i, st in enumerate(self.steps):
+            if i in skipped:
+                continue
+            # inputs: the slot list itself (with a context), one slot (in0), or an itemgetter
+            get: Any = st.inputs if st.context else operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
+            in0 = st.inputs[0] if len(st.inputs) == 1 and not st.context else -1
+            out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _DISCARD else -1
+            steps.append((i, st.fn, get, in0, out0, st.outputs, st.frees, st.context))
+        cached = (tuple(steps), tuple(alias.get(s, s) for s in self._output_slots))
+        self._runner_cache = cached
+        return cached
 
     def run_dict(self, feeds: dict[str, Any], context: dict[str, Any] | None = None, keep_all: bool = False) -> list[Any]:
         """Run from a name -> value dict; returns the slot list (all values when ``keep_all``)."""

@@ -235,6 +235,29 @@ def test_loop_with_neither_trip_count_nor_condition_ends_on_the_body_condition()
     np.testing.assert_array_equal(x_final, [21.0, 21.0])  # 0 + 1 + ... + 6
 
 
+def test_loop_body_identities_of_inputs_outer_values_and_values_read_later():
+    """Loop bodies run through Plan.runner, which skips an Identity whose output only leaves the
+    body (the output is fetched from the Identity's input): results must not change."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["x"], ["x_copy"]),           # x is read again below
+         helper.make_node("Neg", ["x"], ["x_next"]),
+         helper.make_node("Identity", ["outer"], ["outer_copy"]),   # an outer value
+         helper.make_node("Identity", ["x_next"], ["scan"])],       # an output read by nothing else
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("x", F, [2])],
+        [vi("cond_out", B, []), vi("x_next", F, [2]), vi("x_copy", F, [2]), vi("outer_copy", F, [2]), vi("scan", F, [2])],
+    )
+    node = helper.make_node("Loop", ["M", "", "x0"], ["x_final", "copies", "outers", "scans"], body=body)
+    m = model([node], [vi("M", I64, []), vi("x0", F, [2]), vi("outer", F, [2])],
+              [vi(n, F, None) for n in ("x_final", "copies", "outers", "scans")])
+    feeds = {"M": np.array(4, np.int64), "x0": np.array([1.0, -2.0], np.float32), "outer": np.array([5.0, 6.0], np.float32)}
+    got = run(m, feeds)
+    assert_same(got, run_ort(m, feeds))
+    np.testing.assert_array_equal(got[1], [[1, -2], [-1, 2], [1, -2], [-1, 2]])
+    np.testing.assert_array_equal(got[2], [[5, 6]] * 4)
+    np.testing.assert_array_equal(got[3], [[-1, 2], [1, -2], [-1, 2], [1, -2]])
+
+
 def test_loop_scan_output_changing_shape_is_an_error():
     body = helper.make_graph(
         [helper.make_node("Identity", ["cond_in"], ["cond_out"]), const("axes", [0], np.int64),
