@@ -418,3 +418,20 @@ def test_pools_in_parallel_chunks(monkeypatch, threads):
         y = pool(x, mode, [3, 2], count_include_pad=1, **kw)
         ref = loop_pool(x, mode, [3, 2], [2, 1], [1, 2], pb, pe, out, count_include_pad=1)
         np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg", "lp"])
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_pads_count_the_dilated_kernel(mode, auto_pad):
+    """SAME_* gives ceil(S / stride) outputs and pads (O-1)*s + (k-1)*d + 1 - S, the dilated extent
+    (the spec's formula; onnxruntime and onnx.reference leave the dilation out and overrun)."""
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((1, 2, 3, 7))
+    y = pool(x, mode, [2, 3], strides=[1, 2], dilations=[2, 2], auto_pad=auto_pad)
+    assert y.shape == (1, 2, 3, 4)
+    pb, pe, out = window_geometry(x.shape[2:], [2, 3], [1, 2], [2, 2], None, auto_pad)
+    assert (pb, pe) == ((1, 2), (1, 2))  # even totals 2 and 4: both modes split them equally
+    np.testing.assert_allclose(y, loop_pool(x, mode, [2, 3], [1, 2], [2, 2], pb, pe, out), rtol=1e-12)
+    x1 = np.array([[[0.82177013, -1.3812797, -2.754159]]])
+    np.testing.assert_allclose(pool(x1, "lp", [2], dilations=[2], auto_pad="SAME_UPPER")[0, 0],
+                               [1.3812797, np.hypot(0.82177013, 2.754159), 1.3812797], rtol=1e-7)

@@ -1,4 +1,4 @@
-"""Shared by convolution and pooling: attribute normalisation, pads/auto_pad/output-shape arithmetic, padding, im2col, scratch buffers, fused activations."""
+"""Shared by convolution and pooling: pads/auto_pad/output-shape arithmetic, padding, window views, per-thread scratch buffers, the kernel thread pool, fused activations."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from functools import lru_cache
 from math import prod
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
@@ -65,15 +64,16 @@ def conv_core(
     (N, M, *out_shape) array of that dtype. Three paths:
 
     * 1x1 kernels without padding: no im2col, one matrix product (strided input subsampled);
-    * depthwise (one input channel per group): a loop over kernel offsets, each a
-      multiply-accumulate of a strided view of the padded input;
-    * otherwise im2col into a per-thread reused buffer, then one BLAS product per group
-      (batched by ``np.matmul``).
+    * depthwise (one input channel per group): :func:`_depthwise`, a loop over kernel
+      taps, each a multiply-accumulate over whole planes;
+    * otherwise im2col into a per-thread reused buffer (:func:`_im2col_same` for unit
+      strides with same-size inner axes, a strided window view elsewhere, both split over
+      the kernel thread pool), then one BLAS product per group, batched by ``np.matmul``;
+      batches whose columns exceed ``_COL_CHUNK_BYTES`` go by chunks of images.
     """
     n_img, n_ch = x.shape[:2]
     m_out = w.shape[0]
     kernel = w.shape[2:]
-    nd = len(kernel)
     cg, mg = n_ch // group, m_out // group
     kp = prod(kernel)
     npix = prod(out_shape)

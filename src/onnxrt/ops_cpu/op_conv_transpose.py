@@ -89,15 +89,15 @@ def conv_transpose_core(
 ) -> np.ndarray:
     """Y (N, M, *out) in the compute dtype of ``x``/``w`` (no bias).
 
-    ``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` is one matrix product per group;
-    each kernel offset ``k`` then adds ``col[.., k, ..]`` at ``i*stride + k*dilation`` of
-    the unpadded output (a strided slice), and the result is cut to ``out_shape`` from
-    ``pads_begin`` on (zeros where the window reaches past the computed pixels).
+    ``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` is one matrix product per group
+    (into a per-thread buffer); each kernel offset ``k`` then adds ``col[.., k, ..]`` at
+    ``i*stride + k*dilation`` of the unpadded output (col2im: :func:`_scatter_unit_stride`
+    or, with strides, :func:`_scatter_phased`), and the result is cut to ``out_shape``
+    from ``pads_begin`` on (zeros where the window reaches past the computed pixels).
     """
     n_img, n_ch = x.shape[:2]
     spatial = x.shape[2:]
     kernel = w.shape[2:]
-    nd = len(kernel)
     cg = n_ch // group
     mg = w.shape[1]
     m_out = mg * group
@@ -110,7 +110,6 @@ def conv_transpose_core(
     np.matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
     col = col.reshape((n_img, m_out) + tuple(kernel) + tuple(spatial))
 
-    lead = (slice(None), slice(None))
     if all(s == 1 for s in strides):
         return _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, tuple(out_shape))
     return _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, tuple(out_shape))
