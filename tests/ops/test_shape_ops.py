@@ -552,7 +552,9 @@ def test_nonzero():
     x = np.array([[1, 0], [1, 1]], np.int32)
     same(non_zero(x), np.array([[0, 1, 1], [0, 0, 1]], np.int64))
     same(non_zero(np.array(["", "a", "b"], dtype=object)), np.array([[1, 2]], np.int64))
-    same(non_zero(np.array(0.0, np.float32)), np.zeros((1, 0), np.int64))
+    # a scalar gives (0, N), the spec's text (onnxruntime gives (1, N))
+    same(non_zero(np.array(0.0, np.float32)), np.zeros((0, 0), np.int64))
+    same(non_zero(np.array(2.0, np.float32)), np.zeros((0, 1), np.int64))
     same(non_zero(np.zeros((2, 0, 3), bool)), np.zeros((3, 0), np.int64))
 
 

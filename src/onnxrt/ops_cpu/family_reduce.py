@@ -181,13 +181,19 @@ REDUCTIONS = [
 
 _KERNELS = {r.name: r.kernel for r in REDUCTIONS}
 
+#: reductions with a step besides the reduction itself: with noop_with_empty_axes and no axes
+#: that step still runs ("ReduceLogSum returns the Log of input tensor, and ReduceSumSquare
+#: returns the Square of the input tensor, in this case"), the others return the input
+_COMPOSITE = frozenset({"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
+
 
 def reduce(op_type: str, data: np.ndarray, axes: Any = None, keepdims: int = 1, noop_with_empty_axes: int = 0) -> np.ndarray:
     """Apply the reduction ``op_type`` (``"ReduceSum"``...) to ``data``.
 
     ``axes`` is a list or 1-D int tensor (negative values count from the end) or None.
     No axes reduce every axis, unless ``noop_with_empty_axes`` is set: then ``data`` is
-    returned unchanged. The output has the input's element type; float16/bfloat16 are
+    returned unchanged, or with only the elementwise step of a composite reduction
+    (ReduceL1: abs, ReduceSumSquare: square, ReduceLogSum: log...). The output has the input's element type; float16/bfloat16 are
     accumulated in float32, integer L2/LogSum/LogSumExp are computed in float64 and
     truncated back.
     """
@@ -197,9 +203,10 @@ def reduce(op_type: str, data: np.ndarray, axes: Any = None, keepdims: int = 1, 
         raise KernelError(f"unknown reduction {op_type!r}, expected one of {sorted(_KERNELS)!r}.")
     ax = None if axes is None else axes_in(axes, data.ndim)
     if not ax:
-        if noop_with_empty_axes:
+        if noop_with_empty_axes and op_type not in _COMPOSITE:
             return data
-        ax = None
+        # a reduction over no axis () keeps every element: only the composite step applies
+        ax = () if noop_with_empty_axes else None
     out = kernel(data, ax, bool(keepdims))
     if not isinstance(out, np.ndarray) or out.dtype != data.dtype:
         out = np.asarray(out).astype(data.dtype, copy=False)
@@ -208,6 +215,7 @@ def reduce(op_type: str, data: np.ndarray, axes: Any = None, keepdims: int = 1, 
 
 def _make_class(row: Reduction) -> type[OpRun]:
     kernel = row.kernel
+    composite = row.name in _COMPOSITE
 
     def __init__(self, onnx_node, desc=None, **options):
         OpRun.__init__(self, onnx_node, desc, **options)
@@ -222,7 +230,10 @@ def _make_class(row: Reduction) -> type[OpRun]:
         if self._axes_input:
             ax = None if axes is None or axes.size == 0 else axes_in(axes, data.ndim)
             if not ax and self._noop:
-                return (data,)
+                if not composite:
+                    return (data,)
+                out = kernel(data, (), self._keep)  # elementwise: abs, square, log...
+                return (out if out.dtype == data.dtype else np.asarray(out).astype(data.dtype, copy=False),)
         else:
             ax = self._cache.get(data.ndim, False)
             if ax is False:

@@ -59,6 +59,10 @@ def quantize_linear(
     tables for ``saturate``; float 4/6 targets always clamp.
     """
     x = np.asarray(x)
+    if x.ndim == 0:  # numpy turns 0-D intermediates into scalars, which the out= below refuse
+        return quantize_linear(
+            x.reshape(1), y_scale, y_zero_point, 0, block_size, saturate, output_dtype, precision, scale_precision
+        ).reshape(())
     y_scale = np.asarray(y_scale)
     if y_zero_point is not None:
         y_zero_point = np.asarray(y_zero_point)

@@ -57,7 +57,8 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
     p = _check_perm(perm, data.ndim)
     out_shape = tuple(data.shape[a] for a in p)
     if data.size < _SMALL:
-        return np.ascontiguousarray(data.transpose(p))
+        # ascontiguousarray would turn a 0-D input into a 1-element vector
+        return np.array(data.transpose(p), order="C", copy=True)
     dims, q = _coalesce(data.shape, p)
     n = len(dims)
     if q == list(range(n)):  # only size-1 axes move: the data keeps its order

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import register
@@ -32,7 +34,8 @@ def unique(x: np.ndarray, axis: int | None = None, sorted: int = 1) -> tuple[np.
     else:
         ax = axis_in(axis, x.ndim)
         moved = np.moveaxis(x, ax, 0)
-        rows = _codes(moved.reshape(-1)).reshape(moved.shape[0], -1)
+        # explicit row length: -1 cannot be inferred when there are no slices
+        rows = _codes(moved.reshape(-1)).reshape(moved.shape[0], math.prod(moved.shape[1:]))
         _, idx, inv, cnt = np.unique(rows, axis=0, return_index=True, return_inverse=True, return_counts=True)
         inv = inv.reshape(-1)
         y = np.take(x, idx, axis=ax)
