@@ -924,3 +924,14 @@ def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
     (y,) = onnxrt.InferenceSession(model.SerializeToString(), so).run(None, {"x": x, "w": w})
     assert not calls
     np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_depthwise_infinite_weight_meets_the_zero_padding():
+    """The zero-padded definition gives 0 * inf = NaN at the border; the depthwise fast path skips
+    padding taps, so infinite weights go through im2col (found by differential fuzzing)."""
+    x = np.ones((1, 2, 3, 3), np.float32)
+    w = np.ones((2, 1, 3, 3), np.float32)
+    w[0, 0, 0, 0] = np.inf
+    y = conv(x, w, group=2, pads=[1, 1, 1, 1])
+    assert np.isnan(y[0, 0, 0, 0]) and np.isinf(y[0, 0, 1, 1])
+    np.testing.assert_array_equal(y[0, 1], conv(x[:, 1:], w[1:], pads=[1, 1, 1, 1])[0, 0])
