@@ -19,7 +19,8 @@ from .model import initializer_array, sort_nodes
 from .ops_cpu._op import OpRun
 from .typecheck import check_input_types
 
-_DISCARD = 0  # slot receiving outputs a node produces but nobody named
+_MISSING = 0  # slot read for an omitted optional input (""): always None
+_SINK = 1  # slot receiving outputs a node produces but nobody named: never read
 
 
 @dataclass
@@ -52,6 +53,22 @@ def _readonly(arr: Any) -> Any:
     return arr
 
 
+def _fast_step(st: Step) -> tuple[Any, ...]:
+    """The tuple the hot loop unpacks: (fn, getter of 2+ inputs, single input slot,
+    single output slot, output slots, slots to free, context)."""
+    getter = operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
+    in0 = st.inputs[0] if len(st.inputs) == 1 else -1
+    out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
+    return (st.fn, getter, in0, out0, st.outputs, st.frees, st.context)
+
+
+def optimization_level(options: Any) -> int:
+    """The numeric level of ``options.graph_optimization_level`` (all passes when no options)."""
+    if options is None:
+        return 99
+    return int(getattr(options, "graph_optimization_level", 99))
+
+
 def _fetcher(slots: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
     """``values -> tuple of values[s]``, in C (itemgetter of one slot returns the bare value)."""
     if len(slots) > 1:
@@ -81,6 +98,9 @@ class Plan:
         functions: dict[FunctionKey, onnx.FunctionProto] | None = None,
         outer_names: set[str] | frozenset[str] = frozenset(),
         options: Any = None,
+        value_info: dict[str, Any] | None = None,
+        optimize: bool = True,
+        overridable_initializers: bool = True,
     ):
         self.graph = graph
         self.name = graph.name
@@ -124,15 +144,38 @@ class Plan:
             if name not in visible:
                 raise GraphError(f"Graph {graph.name!r} declares output {name!r}, which nothing defines.")
 
+        # --- graph optimisations (onnxrt.optim), on the checked and sorted graph ------------
+        #: names of the optimisation passes that changed this graph
+        self.applied_passes: list[str] = []
+        level = optimization_level(options) if optimize else 0
+        if level > 0 and nodes:
+            from .optim import optimize as run_passes
+
+            info = dict(value_info or {})
+            if not info:
+                from .optim.graph import value_info_map
+
+                info = value_info_map(graph)
+            # IR < 4 lists every initializer as an input, yet they are constants (as in onnxruntime)
+            overridable = {n for n in self.input_names if n in self.initializers} if overridable_initializers else set()
+            nodes, consts, self.applied_passes = run_passes(
+                nodes, self.initializers, self.input_names, self.output_names, level, info, overridable, options
+            )
+            self.initializers = {k: _readonly(v) for k, v in consts.items()}
+            nodes = [nodes[i] for i in sort_nodes(nodes, set(self.input_names) | set(self.initializers) | set(outer_names), graph.name)]
+            defined = set(self.input_names) | set(self.initializers)
+            for gn in nodes:
+                defined.update(o for o in gn.output if o)
+
         # --- slots ---------------------------------------------------------------------
         self.slots: dict[str, int] = {}
 
-        def slot(name: str) -> int:
+        def slot(name: str, output: bool = False) -> int:
             if not name:
-                return _DISCARD
+                return _SINK if output else _MISSING
             s = self.slots.get(name)
             if s is None:
-                s = self.slots[name] = len(self.slots) + 1
+                s = self.slots[name] = len(self.slots) + 2
             return s
 
         for name in self.input_names:
@@ -143,7 +186,7 @@ class Plan:
 
         def compile_graph_for(gn: GraphNode) -> Callable[[GraphProto, str], Plan]:
             def compile_graph(sub: GraphProto, att_name: str) -> Plan:
-                return Plan(sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options)
+                return Plan(sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options, optimize=optimize)
 
             return compile_graph
 
@@ -151,7 +194,7 @@ class Plan:
         for gn in nodes:
             op = self._make_op(gn, compile_graph_for(gn))
             ins = tuple(slot(n) for n in gn.input)
-            outs = tuple(slot(n) for n in gn.output)
+            outs = tuple(slot(n, output=True) for n in gn.output)
             ctx_names = list(op.implicit_inputs)
             for n in ctx_names:
                 if n not in defined and n not in outer_used:
@@ -166,7 +209,7 @@ class Plan:
                 outer_used.append(n)
         self.outer_inputs: list[str] = outer_used
         self._outer_slots = tuple((n, slot(n)) for n in outer_used)
-        self.n_slots = len(self.slots) + 1
+        self.n_slots = len(self.slots) + 2
         self._output_slots = tuple(self.slots[n] for n in self.output_names)
         self._input_slots = tuple(self.slots[n] for n in self.input_names)
 
@@ -182,7 +225,7 @@ class Plan:
                 last.setdefault(s, i)
         frees: list[list[int]] = [[] for _ in self.steps]
         for s, i in last.items():
-            if s not in keep and s != _DISCARD:
+            if s not in keep and s not in (_MISSING, _SINK):
                 frees[i].append(s)
         for st, fr in zip(self.steps, frees):
             st.frees = tuple(fr)
@@ -193,7 +236,7 @@ class Plan:
         self._template = template
         #: node input types are checked against the schemas on the first run only
         self._types_checked = False
-        self._fast = [(st.fn, st.inputs, st.outputs, st.frees, st.context) for st in self.steps]
+        self._fast = [_fast_step(st) for st in self.steps]
 
     # ---------------------------------------------------------------------------------
 
@@ -298,7 +341,7 @@ class Plan:
             proto = st.node.proto
             if (
                 proto.op_type == "Identity" and proto.domain in ("", "ai.onnx") and not st.context
-                and len(st.inputs) == 1 and len(st.outputs) == 1 and st.inputs[0] != _DISCARD
+                and len(st.inputs) == 1 and len(st.outputs) == 1 and st.inputs[0] != _MISSING
                 and st.outputs[0] in self._output_slots and st.outputs[0] not in read
                 # the input must stay alive until the outputs are fetched
                 and not any(st.inputs[0] in later.frees for later in self.steps[i + 1 :])
@@ -312,7 +355,7 @@ class Plan:
             # inputs: the slot list itself (with a context), one slot (in0), or an itemgetter
             get: Any = st.inputs if st.context else operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
             in0 = st.inputs[0] if len(st.inputs) == 1 and not st.context else -1
-            out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _DISCARD else -1
+            out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
             steps.append((i, st.fn, get, in0, out0, st.outputs, st.frees, st.context))
         cached = (tuple(steps), tuple(alias.get(s, s) for s in self._output_slots))
         self._runner_cache = cached
@@ -337,21 +380,29 @@ class Plan:
         if not self._types_checked:
             self._execute_slow(values)
             return
-        step = None
+        i = 0
         try:
-            for step in self._fast:
-                fn, ins, outs, frees, ctx = step
+            # one tuple per step, unpacked once; the arity decides how inputs are fetched
+            for i, (fn, get, in0, out0, outs, frees, ctx) in enumerate(self._fast):
                 if ctx:
-                    res = fn(*[values[i] for i in ins], context={n: values[s] for n, s in ctx})
+                    args = get(values) if get is not None else ((values[in0],) if in0 >= 0 else ())
+                    res = fn(*args, context={n: values[s] for n, s in ctx})
+                elif get is not None:
+                    res = fn(*get(values))
+                elif in0 >= 0:
+                    res = fn(values[in0])
                 else:
-                    res = fn(*[values[i] for i in ins])
-                for s, r in zip(outs, res):
-                    values[s] = r
-                for s in frees:
-                    values[s] = None
+                    res = fn()
+                if out0 >= 0:
+                    values[out0] = res[0]
+                else:
+                    for s, r in zip(outs, res):
+                        values[s] = r
+                if frees:
+                    for s in frees:
+                        values[s] = None
         except Exception as e:
-            index = self._fast.index(step) if step is not None else 0
-            raise self._wrap(e, index, values) from e
+            raise self._wrap(e, i, values) from e
 
     def _execute_slow(
         self, values: list[Any], trace: Callable[..., None] | None = None, keep: bool = False
@@ -385,7 +436,7 @@ class Plan:
     def _wrap(self, e: BaseException, index: int, values: list[Any]) -> OnnxRuntimeError:
         st = self.steps[index]
         shown = ", ".join(
-            f"{n or '<none>'}: {describe_value(values[s]) if s != _DISCARD else 'None'}"
+            f"{n or '<none>'}: {describe_value(values[s]) if s != _MISSING else 'None'}"
             for n, s in zip(st.node.input, st.inputs)
         )
         where = f" (inlined from {st.node.origin!r})" if st.node.origin else ""

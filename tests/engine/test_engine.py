@@ -91,7 +91,8 @@ def test_nodes_are_sorted_and_values_released():
     oinf = onnxrt.OnnxInference(_chain_model())
     order = [st.name for st in oinf.plan.steps]
     assert order.index("add") < order.index("relu") < order.index("mul")
-    frees = {st.name: {oinf.plan.value_names()[s - 1] for s in st.frees} for st in oinf.plan.steps}
+    names = {s: n for n, s in oinf.plan.slots.items()}
+    frees = {st.name: {names[s] for s in st.frees} for st in oinf.plan.steps}
     assert frees["relu"] == {"s"}  # s is released right after its last reader
     assert frees["mul"] == {"r"}
     assert "X" in frees["shape"] | frees["add"]
@@ -391,3 +392,21 @@ def test_backend_run_node_with_an_omitted_middle_input():
     (y,) = backend.run_node(node, [np.array([-2.0, 0.5, 3.0], np.float32), np.array(1.0, np.float32)])
     np.testing.assert_array_equal(y, [-2.0, 0.5, 1.0])
     assert y.dtype == np.float32
+
+
+def test_unnamed_output_never_feeds_an_omitted_input():
+    # TopK's values output is unnamed (""); Clip's min is omitted (""): Clip must see no min
+    graph = helper.make_graph(
+        [
+            helper.make_node("TopK", ["x", "k"], ["", "idx"], name="topk"),
+            helper.make_node("Clip", ["x", "", "hi"], ["y"], name="clip"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("idx", TensorProto.INT64, [2])],
+        [numpy_helper.from_array(np.array([2], np.int64), "k"), numpy_helper.from_array(np.array(10.0, np.float32), "hi")],
+    )
+    sess = onnxrt.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    y, idx = sess.run(None, {"x": np.array([-5.0, 1.0, 20.0, 3.0], np.float32)})
+    np.testing.assert_array_equal(y, [-5.0, 1.0, 10.0, 3.0])
+    np.testing.assert_array_equal(idx, [2, 3])

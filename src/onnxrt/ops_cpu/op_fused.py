@@ -7,7 +7,6 @@ allocation and one pass of the engine.
 
 from __future__ import annotations
 
-import numpy as np
 from onnx import NodeProto
 
 from ..registry import lookup, register
@@ -39,16 +38,23 @@ class _Fused(OpRun):
 
     def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
         (y,) = self._inner._run(*inputs)[:1]
-        if not y.flags.writeable or any(isinstance(i, np.ndarray) and np.may_share_memory(y, i) for i in inputs):
+        if not y.flags.writeable:  # products are fresh arrays; a read-only one is not ours to change
             y = y.copy()
         return (apply_activation(y, self._act, self._params),)
 
 
 @register("FusedConv", versions=(1,), domain=FUSED_DOMAIN)
 class FusedConv(_Fused):
-    """Conv + activation."""
+    """Conv + activation: the conv kernel applies the activation itself, on its fresh output
+    before the final rounding (float16 outputs are rounded once)."""
 
     base_op = "Conv"
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._inner._kw["activation"] = self._act
+        self._inner._kw["activation_params"] = self._params
+        self._run = self._inner._run  # type: ignore[method-assign]
 
 
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)

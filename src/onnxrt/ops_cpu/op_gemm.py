@@ -86,8 +86,15 @@ class Gemm(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._strict_c = (self.since_version or 13) < 7 and not getattr(self, "broadcast", 0)
+        # the common case (alpha = beta = 1, C optional) skips the general kernel's checks
+        self._plain = self.alpha == 1.0 and self.beta == 1.0 and not self._strict_c
 
     def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
+        if self._plain and a.dtype in _BLAS and a.ndim == 2 and b.ndim == 2 and b.dtype == a.dtype:
+            y = np.matmul(a.T if self.transA else a, b.T if self.transB else b)
+            if c is not None:
+                y += c  # C broadcasts to [M, N] (a C that would grow Y fails here, as it must)
+            return (y,)
         if self._strict_c and c is not None:
             m = a.shape[1] if self.transA else a.shape[0]
             n = b.shape[0] if self.transB else b.shape[1]
