@@ -64,6 +64,16 @@ def _check_feed(spec: _InputSpec, value: Any) -> Any:
     return _check_feed_slow(spec, value)
 
 
+def _readonly(value: Any) -> Any:
+    """A read-only view of an array (other values as they are): kernels cannot change it."""
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
 def _check_feed_slow(spec: _InputSpec, value: Any) -> Any:
     """Every case but a well-formed numeric tensor: conversions and the error messages."""
     name = spec.name
@@ -71,11 +81,14 @@ def _check_feed_slow(spec: _InputSpec, value: Any) -> Any:
     if kind == "optional_type":
         if value is None:
             return None
-        return value
+        return [_readonly(v) for v in value] if isinstance(value, list | tuple) else _readonly(value)
     if kind == "sequence_type":
         if not isinstance(value, list | tuple):
             raise InvalidFeedError(f"Input {name!r} expects a sequence ({spec.type_str}), got {type(value).__name__}.")
-        return list(value)
+        for i, v in enumerate(value):
+            if not isinstance(v, np.ndarray | np.generic):
+                raise InvalidFeedError(f"Input {name!r} expects a sequence of numpy arrays, element {i} is a {type(v).__name__}.")
+        return [_readonly(v) for v in value]
     if kind == "map_type":
         if not isinstance(value, dict):
             raise InvalidFeedError(f"Input {name!r} expects a map ({spec.type_str}), got {type(value).__name__}.")

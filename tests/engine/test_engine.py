@@ -410,3 +410,19 @@ def test_unnamed_output_never_feeds_an_omitted_input():
     y, idx = sess.run(None, {"x": np.array([-5.0, 1.0, 20.0, 3.0], np.float32)})
     np.testing.assert_array_equal(y, [-5.0, 1.0, 10.0, 3.0])
     np.testing.assert_array_equal(idx, [2, 3])
+
+
+def test_sequence_feed_elements_are_protected():
+    seq_t = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    graph = helper.make_graph(
+        [helper.make_node("SequenceAt", ["s", "zero"], ["t"]), helper.make_node("Identity", ["t"], ["y"])], "g", [seq_t],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(np.array(0, np.int64), "zero")],
+    )
+    sess = onnxrt.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))
+    a = np.ones(2, np.float32)
+    (y,) = sess.run(None, {"s": [a]})
+    y[:] = 5
+    np.testing.assert_array_equal(a, [1, 1])
+    assert a.flags.writeable
+    with pytest.raises(InvalidFeedError, match="element 0 is a list"):
+        sess.run(None, {"s": [[1.0, 2.0]]})
