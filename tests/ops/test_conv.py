@@ -370,10 +370,10 @@ def test_conv_is_thread_safe():
 def test_depthwise_paths_and_parallel_chunks(monkeypatch, threads):
     """Depthwise convolutions (same-size, padded-flat and strided paths, multipliers, 1-D to 3-D,
     batches) split over the kernel thread pool give the plain-loop result."""
-    from onnxrt.ops_cpu import _conv_common
+    from onnxrt import parallel
 
-    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", threads)
-    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 1)
     rng = np.random.default_rng(17)
     cases = [
         ((2, 5, 9, 8), (10, 1, 3, 3), dict(pads=[1, 1, 1, 1])),  # same size, multiplier 2
@@ -396,9 +396,9 @@ def test_depthwise_paths_and_parallel_chunks(monkeypatch, threads):
 
 
 def test_parallel_for_propagates_errors(monkeypatch):
-    from onnxrt.ops_cpu import _conv_common
+    from onnxrt import parallel
 
-    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", 3)
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", 3)
     seen = []
 
     def fn(lo, hi):
@@ -407,9 +407,9 @@ def test_parallel_for_propagates_errors(monkeypatch):
             raise ValueError("chunk failed")
 
     with pytest.raises(ValueError, match="chunk failed"):
-        _conv_common.parallel_for(12, fn, work_per_item=1 << 20)
+        parallel.parallel_for(12, fn, work_per_item=1 << 20)
     done = []
-    _conv_common.parallel_for(12, lambda lo, hi: done.extend(range(lo, hi)), work_per_item=1 << 20)
+    parallel.parallel_for(12, lambda lo, hi: done.extend(range(lo, hi)), work_per_item=1 << 20)
     assert sorted(done) == list(range(12))
 
 
@@ -899,18 +899,18 @@ def test_causal_conv_errors():
 
 def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
     """intra_op_num_threads=1 makes Conv and pooling run serially (the pool is never used)."""
-    from onnxrt.ops_cpu import _conv_common
+    from onnxrt import parallel
 
-    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", 4)
-    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", 4)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 1)
     calls = []
-    real = _conv_common._executor
+    real = parallel._executor
 
     def spy():
         calls.append(1)
         return real()
 
-    monkeypatch.setattr(_conv_common, "_executor", spy)
+    monkeypatch.setattr(parallel, "_executor", spy)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
     w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)

@@ -406,10 +406,10 @@ def test_max_roi_pool_versions(opset):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_pools_in_parallel_chunks(monkeypatch, threads):
     """Planes split over the kernel thread pool give the plain-loop result."""
-    from onnxrt.ops_cpu import _conv_common
+    from onnxrt import parallel
 
-    monkeypatch.setattr(_conv_common, "KERNEL_THREADS", threads)
-    monkeypatch.setattr(_conv_common, "MIN_PARALLEL_WORK", 1)
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 1)
     rng = np.random.default_rng(21)
     x = rng.standard_normal((3, 5, 9, 8))
     kw = dict(strides=[2, 1], pads=[1, 0, 1, 1], dilations=[1, 2], ceil_mode=1)

@@ -1,15 +1,9 @@
-"""Shared by convolution and pooling: pads/auto_pad/output-shape arithmetic, padding, window views, per-thread scratch buffers, the kernel thread pool, fused activations."""
+"""Shared by convolution and pooling: pads/auto_pad/output-shape arithmetic, padding, window views, fused activations."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import lru_cache
-from math import prod
 
 import ml_dtypes
 import numpy as np
@@ -152,158 +146,16 @@ def kernel_from(w_shape: Sequence[int], kernel_shape: Sequence[int] | None) -> t
     return k
 
 
-# ---------------------------------------------------------------------------------------
-# per-thread scratch buffers (a session may run from several threads at once)
-# ---------------------------------------------------------------------------------------
-
-_TLS = threading.local()
-#: buffers above this many bytes are allocated per call instead of kept
-_MAX_KEPT_BYTES = 256 << 20
-
-
-def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
-    """A per-thread reusable buffer of ``shape`` (uninitialised). Never return it to a caller."""
-    dtype = np.dtype(dtype)
-    size = prod(shape)
-    nbytes = size * dtype.itemsize
-    if nbytes > _MAX_KEPT_BYTES:
-        return np.empty(shape, dtype)
-    pool = getattr(_TLS, "buffers", None)
-    if pool is None:
-        pool = _TLS.buffers = {}
-    key = (name, dtype)
-    buf = pool.get(key)
-    if buf is None or buf.size < size:
-        buf = pool[key] = np.empty(max(size, 1024), dtype)
-    return buf[:size].reshape(shape)
-
-
-def release_scratch() -> None:
-    """Drop this thread's scratch buffers (tests and memory-conscious callers)."""
-    _TLS.buffers = {}
-
-
-# ---------------------------------------------------------------------------------------
-# intra-op parallelism for the element-wise kernels (numpy releases the GIL in its loops)
-# ---------------------------------------------------------------------------------------
-
-_EXECUTOR: ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
-#: below this many element operations per chunk, splitting costs more than it saves
-MIN_PARALLEL_WORK = 1 << 17
-
-
-def _default_threads() -> int:
-    env = os.environ.get("ONNXRT_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        n = os.cpu_count() or 1
-    return max(1, min(n, 16))
-
-
-#: worker count of the kernels' thread pool (the calling thread works too); ONNXRT_NUM_THREADS overrides
-KERNEL_THREADS = _default_threads()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        with _EXECUTOR_LOCK:
-            if _EXECUTOR is None:
-                _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, KERNEL_THREADS - 1), thread_name_prefix="onnxrt-kernel")
-    return _EXECUTOR
-
-
-class _Job:
-    """Chunks of one parallel loop, taken in turn by whichever thread is free (the caller included).
-
-    The caller never waits for a worker that has not started: it takes the remaining
-    chunks itself and then waits only for chunks already running elsewhere. On a loaded
-    machine a late worker therefore costs nothing; it finds no chunk left and returns.
-    """
-
-    __slots__ = ("bounds", "fn", "next", "done", "cond", "error")
-
-    def __init__(self, bounds: list[int], fn: Callable[[int, int], None]):
-        self.bounds = bounds
-        self.fn = fn
-        self.next = itertools.count()  # next() on a count is atomic under the GIL
-        self.done = 0
-        self.cond = threading.Condition()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        n = len(self.bounds) - 1
-        while True:
-            i = next(self.next)
-            if i >= n:
-                return
-            try:
-                if self.error is None:
-                    self.fn(self.bounds[i], self.bounds[i + 1])
-            except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
-                self.error = e
-            with self.cond:
-                self.done += 1
-                if self.done == n:
-                    self.cond.notify_all()
-
-    def wait(self) -> None:
-        n = len(self.bounds) - 1
-        with self.cond:
-            while self.done < n:
-                self.cond.wait()
-        if self.error is not None:
-            raise self.error
-
-
-def session_threads(options: dict) -> int | None:
-    """The session's ``intra_op_num_threads`` when set (> 0), else None (the kernel pool's default)."""
-    n = getattr(options.get("session_options"), "intra_op_num_threads", 0) or 0
-    return int(n) if n > 0 else None
-
-
-@contextmanager
-def limit_threads(threads: int | None) -> Iterator[None]:
-    """Cap :func:`parallel_for` in this thread to ``threads`` (None: no cap) for the block."""
-    if threads is None:
-        yield
-        return
-    previous = getattr(_TLS, "threads", None)
-    _TLS.threads = threads
-    try:
-        yield
-    finally:
-        _TLS.threads = previous
-
-
-def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None) -> None:
-    """Run ``fn(lo, hi)`` over [0, n) in contiguous chunks, shared with the kernel thread pool.
-
-    ``work_per_item`` (element operations per item) decides how many threads are worth
-    it; the range is cut in a few chunks per thread, taken dynamically by the caller and
-    the pool's workers (see :class:`_Job`), so a busy pool or a loaded machine delays
-    nothing. ``threads`` (and :func:`limit_threads`) cap the thread count (1: serial).
-    Exceptions propagate.
-    """
-    limit = KERNEL_THREADS if threads is None or threads <= 0 else threads
-    cap = getattr(_TLS, "threads", None)
-    if cap is not None:
-        limit = min(limit, cap)
-    workers = min(limit, n, max(1, (n * work_per_item) // MIN_PARALLEL_WORK))
-    if workers <= 1:
-        fn(0, n)
-        return
-    parts = min(n, workers * 4)
-    job = _Job([n * i // parts for i in range(parts + 1)], fn)
-    ex = _executor()
-    for _ in range(workers - 1):
-        ex.submit(job.run)
-    job.run()
-    job.wait()
+# per-thread scratch buffers and the kernel thread pool live in onnxrt.parallel
+from ..parallel import (  # noqa: E402,F401  (re-exported for the kernels that import them from here)
+    KERNEL_THREADS,
+    MIN_PARALLEL_WORK,
+    limit_threads,
+    parallel_for,
+    release_scratch,
+    scratch,
+    session_threads,
+)
 
 
 # ---------------------------------------------------------------------------------------

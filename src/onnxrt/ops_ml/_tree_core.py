@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..ops_cpu._conv_common import parallel_for
+from ..parallel import parallel_for
 
 #: node modes, numbered as TreeEnsemble (ml opset 5) encodes them; LEAF only exists before opset 5
 MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ", "BRANCH_MEMBER", "LEAF")
