@@ -1,13 +1,15 @@
 """ai.onnx.ml models from scikit-learn: onnxrt vs onnxruntime on 1, 100 and 10,000 rows.
 
-Usage: python benchmarks/bench_ml.py [--rows 1,100,10000] [--repeat 15] [--models rf,gbr,svc,lr]
+Usage: python benchmarks/bench_ml.py [--rows 1,100,10000] [--repeat 15] [--models rf,gbr,svc,lr] [--single-thread]
 
 Models (converted with skl2onnx, no ZipMap): RandomForestClassifier (100 trees, depth 10),
 GradientBoostingRegressor (200 trees), SVC (rbf, with probabilities), LogisticRegression;
 20 features, 3 classes. Before timing, onnxrt's outputs are checked against scikit-learn
 (labels exactly, values within 1e-4). Prints a markdown table of median times (runtimes
 run alternately in one process) and the ratio onnxrt/onnxruntime (lower is better; the
-targets are <= 2 at 10,000 rows and <= 1 at one row).
+targets are <= 2 at 10,000 rows and <= 1 at one row). ``--single-thread`` gives each
+runtime one thread (onnxruntime's intra-op pool, onnxrt's kernel pool and BLAS): on a
+shared, loaded machine that comparison is the stable one.
 """
 
 from __future__ import annotations
@@ -60,16 +62,40 @@ def check_against_sklearn(model, outputs, x) -> None:
         np.testing.assert_allclose(outputs[0][:, 0], model.predict(x), atol=1e-4, rtol=0)
 
 
+def single_thread_runners(onx) -> dict:
+    """onnxrt and onnxruntime sessions limited to one thread each (BLAS included)."""
+    import onnxruntime as ort
+
+    import onnxrt
+
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover
+        print("  threadpoolctl missing: BLAS keeps its threads", file=sys.stderr)
+    data = onx.SerializeToString()
+    opts = onnxrt.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = onnxrt.InferenceSession(data, opts)
+    oopts = ort.SessionOptions()
+    oopts.intra_op_num_threads = 1
+    oopts.inter_op_num_threads = 1
+    osess = ort.InferenceSession(data, oopts, providers=["CPUExecutionProvider"])
+    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": lambda feeds: osess.run(None, feeds)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", default="1,100,10000")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--models", default="rf,gbr,svc,lr")
+    parser.add_argument("--single-thread", action="store_true", help="one thread per runtime")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     rows = []
     for label, model, onx, data in models(args.models.split(",")):
-        runners = make_runners(onx, with_reference=False)
+        runners = single_thread_runners(onx) if args.single_thread else make_runners(onx, with_reference=False)
         for n in [int(float(r)) for r in args.rows.split(",")]:
             x = data[rng.integers(0, len(data), n)]
             feeds = {onx.graph.input[0].name: x}

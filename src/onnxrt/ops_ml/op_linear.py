@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
 from ..registry import register
-from ._common import ML_DOMAIN, apply_transform, class_labels, post_transform_fn, probit
+from ._common import ML_DOMAIN, add_columns, apply_transform, class_labels, post_transform_fn, probit
 
 
 def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
@@ -43,7 +43,7 @@ def linear_scores(x: np.ndarray, weights: np.ndarray, intercepts: np.ndarray | N
     w = weights if x.dtype == weights.dtype else weights.astype(x.dtype)
     out = x @ w
     if intercepts is not None:
-        out += intercepts.astype(out.dtype, copy=False)
+        add_columns(out, intercepts.astype(out.dtype, copy=False))
     return out
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
 from ..registry import register
-from ._common import ML_DOMAIN, check_choice
+from ._common import ML_DOMAIN, check_choice, row_max, row_sum
 
 
 def binarizer(x: np.ndarray, threshold: float = 0.0) -> np.ndarray:
@@ -48,11 +48,11 @@ def normalizer(x: np.ndarray, norm: str = "MAX") -> np.ndarray:
     if rows.shape[1] == 0:
         return rows.astype(np.float32).reshape(x.shape)
     if norm == "MAX":
-        div = np.maximum.reduce(rows, axis=1, keepdims=True)
+        div = row_max(rows)
     elif norm == "L1":
-        div = np.add.reduce(np.abs(rows), axis=1, keepdims=True)
+        div = row_sum(np.abs(rows))
     else:
-        div = np.sqrt(np.add.reduce(rows * rows, axis=1, keepdims=True))
+        div = np.sqrt(row_sum(rows * rows))
     div[div == 0] = 1
     return (rows / div).astype(np.float32, copy=False).reshape(x.shape)
 

@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
 from ..registry import register
-from ._common import ML_DOMAIN, apply_transform, check_choice, class_labels, post_transform_fn, probit
+from ._common import ML_DOMAIN, add_columns, apply_transform, check_choice, class_labels, post_transform_fn, probit
 
 KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
 
@@ -249,8 +249,7 @@ class SVMClassifier(_SVMBase):
         x = _rows(x, self)
         if not self._svc:
             return self._linear(x)
-        dec = self._kernel_product(x, self._pair_weights)
-        dec += self._rho
+        dec = add_columns(self._kernel_product(x, self._pair_weights), self._rho)
         k = self._k
         ii, jj = self._pairs
         if k == 2:

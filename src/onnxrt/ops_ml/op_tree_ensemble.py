@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from ..ops_cpu._op import OpRun
-from ._common import ML_DOMAIN, apply_transform, class_labels, floats_or_tensor, post_transform_fn, threads_of
+from ._common import ML_DOMAIN, add_columns, apply_transform, class_labels, floats_or_tensor, post_transform_fn, threads_of
 from ._tree_core import AGGREGATES, LEAF, MEMBER, MODES, Forest, leaf_tables
 
 
@@ -347,7 +347,7 @@ class TreeEnsembleRegressor(_TreeV1):
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate, threads=threads_of(self))
         if self._base is not None:
-            scores += self._base
+            add_columns(scores, self._base)
         scores = apply_transform(self._transform, scores)
         return (scores.astype(np.float32),)
 
@@ -402,7 +402,10 @@ class TreeEnsembleClassifier(_TreeV1):
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:
-            scores[:, : self._base.size] += self._base
+            if self._base.size == scores.shape[1]:
+                add_columns(scores, self._base)
+            else:  # two labels, one base value: it belongs to class 0
+                scores[:, 0] += self._base[0]
             ranked = scores
         else:
             ranked = np.where(has, scores, -np.inf)
