@@ -14,6 +14,7 @@ from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from ._memory import tune_malloc
+from .parallel import blas_threads
 from .model import check_versions, load_model
 from .plan import Plan, Step, optimization_level
 
@@ -186,6 +187,8 @@ class OnnxInference:
     def __init__(self, model: Any, options: Any = None):
         tune_malloc()
         self._build(model, options)
+        #: SessionOptions.intra_op_num_threads > 0 also caps BLAS's threads during runs
+        self._blas_threads = int(getattr(options, "intra_op_num_threads", 0) or 0)
 
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
         proto, found_dir = load_model(model)
@@ -260,6 +263,9 @@ class OnnxInference:
         # numpy's floating-point warnings (0/0, overflow) are results the spec defines, not
         # user errors: onnxrt, like onnxruntime, computes them silently
         with np.errstate(all="ignore"):
+            if self._blas_threads:
+                with blas_threads(self._blas_threads):
+                    return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def _run(

@@ -170,3 +170,22 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
         ex.submit(job.run)
     job.run()
     job.wait()
+
+
+_BLAS_CONTROLLER = None
+
+
+@contextmanager
+def blas_threads(n: int) -> Iterator[None]:
+    """Cap the BLAS library's threads (OpenBLAS, MKL...) to ``n`` for the block.
+
+    This is process-global while it lasts (threadpoolctl), so the engine only does it
+    when a session asks (``SessionOptions.intra_op_num_threads``).
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    with _BLAS_CONTROLLER.limit(limits=n, user_api="blas"):
+        yield

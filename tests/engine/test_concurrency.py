@@ -74,3 +74,23 @@ def test_returned_arrays_are_not_reused_by_later_runs():
     sess.run(None, _feeds(1))
     for a, b in zip(first, kept):
         np.testing.assert_array_equal(a, b)
+
+
+def test_intra_op_threads_caps_blas_during_runs():
+    from threadpoolctl import threadpool_info
+
+    from onnxrt import parallel
+
+    seen = []
+
+    def probe(st, args, res, dt):
+        seen.append(max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1))
+
+    opts = onnxrt.SessionOptions()
+    opts.intra_op_num_threads = 1
+    oinf = onnxrt.OnnxInference(demo_model_path(), opts)
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    oinf.run(_feeds(0), trace=probe)
+    assert seen and max(seen) == 1
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+    assert parallel._BLAS_CONTROLLER is not None
