@@ -43,15 +43,16 @@ def _suppresses(a: np.ndarray, b: np.ndarray, iou_threshold: float) -> np.ndarra
     inter *= iw
     union = a[4] + b[4]
     union -= inter
-    union[~ok] = 1
-    inter /= union
+    # where there is no intersection the quotient is meaningless (maybe 0/0): masked by ok
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inter /= union
     ok &= inter > np.float32(iou_threshold)
     return ok
 
 
-def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def _suppression_edges(group: np.ndarray | None, geo: np.ndarray, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
     """Edges (u, v), u < v, between candidates (ranks: columns of ``geo``) of the same group
-    whose IoU exceeds the threshold.
+    (``None``: all in one) whose IoU exceeds the threshold.
 
     A sweep finds the pairs worth testing: sorted by (group, xmin), each box pairs with the
     followers that start before ``xmax - t * width`` (IoU > t needs an x overlap above t
@@ -68,12 +69,12 @@ def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float)
     # a little slack on t: the float32 IoU may round above a threshold it does not reach
     reach = x1 - iou_threshold * (1.0 - 1e-3) * (x1 - x0)
     # float64 keys keep groups apart without touching the float32 coordinates
-    offset = group.astype(np.float64) * (2 * span + 1.0) - lo
+    offset = -lo if group is None else group.astype(np.float64) * (2 * span + 1.0) - lo
     start_key = x0 + offset
     order = np.argsort(start_key, kind="stable")
     stop = np.searchsorted(start_key[order], (reach + offset)[order], side="left")
     counts = np.maximum(stop - np.arange(1, n + 1), 0)
-    by_x = np.take(geo, order, axis=1)  # columns in sweep order
+    by_x = geo.take(order, axis=1)  # columns in sweep order
     us, vs = [], []
 
     def add(i: np.ndarray, j: np.ndarray) -> None:
@@ -84,17 +85,36 @@ def _suppression_edges(group: np.ndarray, geo: np.ndarray, iou_threshold: float)
     band = int(min(counts.max(initial=0), 2 * counts.mean() + 8)) if n else 0
     if band:
         # by_x padded with NaN (never suppresses); window[:, i, k - 1] is box i + k
-        padded = np.concatenate([by_x, np.full((5, band), np.nan, dtype=by_x.dtype)], axis=1)
-        window = np.lib.stride_tricks.sliding_window_view(padded, band + 1, axis=1)
+        padded = np.full((5, n + band), np.nan, dtype=by_x.dtype)
+        padded[:, :n] = by_x
+        row, col = padded.strides
+        window = np.lib.stride_tricks.as_strided(padded, (5, n, band + 1), (row, col, col), writeable=False)
         rows = max(1, _PAIR_CHUNK // band)
         ks = np.arange(band)
+        # IoU > t <=> inter > t / (1 + t) * (area_a + area_b): a cheaper screen without the
+        # division, a hair looser than the test; the few pairs it passes take the exact one
+        screen = np.float32(iou_threshold / (1.0 + iou_threshold) * (1.0 - 1e-5))
         for r0 in range(0, n, rows):  # chunks of boxes, to bound the temporaries
             r1 = min(r0 + rows, n)
+            a, b = by_x[:, r0:r1, None], window[:, r0:r1, 1:]
             with np.errstate(invalid="ignore"):
-                hit = _suppresses(by_x[:, r0:r1, None], window[:, r0:r1, 1:], iou_threshold)
-            hit &= ks[None, :] < counts[r0:r1, None]
-            i, k = np.nonzero(hit)
-            add(i + r0, i + r0 + k + 1)
+                ih = np.minimum(a[2], b[2])
+                ih -= np.maximum(a[0], b[0])
+                iw = np.minimum(a[3], b[3])
+                iw -= np.maximum(a[1], b[1])
+                ih *= iw  # positive when both overlaps are, or both negative (weeded out below)
+                total = a[4] + b[4]
+                total *= screen
+                hit = ih > total
+            if group is not None:
+                # followers past a box's run may belong to the next group; within one
+                # group, any pair that passes is a true edge (past the run none can be)
+                hit &= ks[None, :] < counts[r0:r1, None]
+            flat = np.flatnonzero(hit)
+            i = flat // band
+            owner, follower = i + r0, flat - i * band + i + r0 + 1
+            exact = _suppresses(by_x.take(owner, axis=1), by_x.take(follower, axis=1), iou_threshold)
+            add(owner[exact], follower[exact])
     long_runs = np.flatnonzero(counts > band)
     if long_runs.size:  # followers beyond the band, as explicit pairs
         extra = counts[long_runs] - band
@@ -149,6 +169,34 @@ def _greedy(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return alive
 
 
+def _single_group(boxes, scores, max_out: int, iou_threshold: float, score_threshold: float | None, center: int) -> np.ndarray:
+    """One batch and one class (the common case), with as few array operations as possible:
+    candidates by decreasing score, then the greedy pass over a prefix of them long enough
+    to keep ``max_out`` boxes (lengthened while it is not)."""
+    s = scores.astype(np.float32, copy=False).reshape(-1)
+    if score_threshold is None:
+        order = np.argsort(-s, kind="stable")  # ties: lower index first
+    else:
+        cand = np.flatnonzero(s > np.float32(score_threshold))
+        order = cand[np.argsort(-s[cand], kind="stable")]
+    if order.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    geo = np.empty((5, order.size), dtype=np.float32)
+    geo[0], geo[1], geo[2], geo[3] = (c.reshape(-1)[order] for c in _corners(boxes, center))
+    np.multiply(geo[2] - geo[0], geo[3] - geo[1], out=geo[4])
+    limit = max(64, 2 * max_out)
+    while True:  # usually once; each retry quadruples the prefix
+        part = geo[:, :limit] if limit < order.size else geo
+        u, v = _suppression_edges(None, part, iou_threshold)
+        kept = np.flatnonzero(_greedy(part.shape[1], u, v))
+        if kept.size >= max_out or part.shape[1] == order.size:
+            break
+        limit *= 4
+    out = np.zeros((min(kept.size, max_out), 3), dtype=np.int64)
+    out[:, 2] = order[kept[:max_out]]
+    return out
+
+
 def non_max_suppression(
     boxes: np.ndarray,
     scores: np.ndarray,
@@ -184,6 +232,8 @@ def non_max_suppression(
     if max_output_boxes_per_class <= 0 or scores.size == 0:
         return empty
 
+    if n_batch * n_class == 1:
+        return _single_group(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
     ymin, xmin, ymax, xmax = (c.reshape(-1) for c in _corners(boxes, center_point_box))
     flat_scores = scores.astype(np.float32, copy=False).reshape(-1)
     cand = np.arange(flat_scores.size) if score_threshold is None else np.flatnonzero(flat_scores > np.float32(score_threshold))

@@ -327,16 +327,10 @@ def _apply_taps(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     return acc
 
 
-def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
-    """Each phase: a weighted sum of strided input slices written to strided outputs (no
-    gather, no matrix product); then the border outputs, gathered."""
-    shape = x.shape
-    pre = int(np.prod(shape[:axis], dtype=np.int64))
-    post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
-    x3 = x.reshape(pre, plan.in_len, post)
-    out = np.empty((pre, plan.out_len, post), dtype=x.dtype)
-    real = x.real.dtype.type
-    scratch = None
+def _phases_into(x3: np.ndarray, out: np.ndarray, plan: AxisPlan) -> None:
+    """Fill ``out`` (pre, out_len, post) from ``x3`` (pre, in_len, post) phase by phase."""
+    real = x3.real.dtype.type
+    tmp_buf = None
     for ph in plan.phases:  # at most _MAX_PERIOD phases, each a few whole-array operations
         dst = out[:, ph.start : ph.start + ph.step * (ph.count - 1) + 1 : ph.step]
         span = ph.in_step * (ph.count - 1) + 1
@@ -354,9 +348,9 @@ def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
         first, weight = ph.taps[0]
         np.multiply(x3[:, first : first + span : ph.in_step], real(weight), out=dst)
         for first, weight in ph.taps[1:]:
-            if scratch is None or scratch.shape[1] < ph.count:
-                scratch = np.empty((pre, ph.count, post), dtype=x.dtype)
-            tmp = scratch[:, : ph.count]
+            if tmp_buf is None or tmp_buf.shape[1] < ph.count:
+                tmp_buf = np.empty((x3.shape[0], ph.count, x3.shape[2]), dtype=x3.dtype)
+            tmp = tmp_buf[:, : ph.count]
             np.multiply(x3[:, first : first + span : ph.in_step], real(weight), out=tmp)
             dst += tmp
     rest, idx, w = plan.border
@@ -366,6 +360,17 @@ def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
         for t in range(1, idx.shape[1]):
             acc += np.take(x3, idx[:, t], axis=1) * weights[:, t, None]
         out[:, rest] = acc
+
+
+def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
+    """Each phase: a weighted sum of strided input slices written to strided outputs (no
+    gather, no matrix product); then the border outputs, gathered."""
+    shape = x.shape
+    pre = int(np.prod(shape[:axis], dtype=np.int64))
+    post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
+    out = np.empty((pre, plan.out_len, post), dtype=x.dtype)
+    # one thread: on a loaded machine the kernel pool's threads made this slower
+    _phases_into(x.reshape(pre, plan.in_len, post), out, plan)
     return out.reshape(shape[:axis] + (plan.out_len,) + shape[axis + 1 :])
 
 
