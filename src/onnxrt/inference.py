@@ -187,12 +187,12 @@ class OnnxInference:
     def __init__(self, model: Any, options: Any = None):
         tune_malloc()
         self._build(model, options)
-        #: SessionOptions.intra_op_num_threads > 0 also caps BLAS's threads during runs
-        self._blas_threads = int(getattr(options, "intra_op_num_threads", 0) or 0)
 
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
         proto, found_dir = load_model(model)
         base_dir = found_dir or base_dir
+        #: SessionOptions.intra_op_num_threads > 0 also caps BLAS's threads during runs
+        self._blas_threads = int(getattr(options, "intra_op_num_threads", 0) or 0)
         self.model: onnx.ModelProto = proto
         self.base_dir = base_dir
         self.options = options
