@@ -40,6 +40,8 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool) -> np.nda
     The tensor is viewed as a C-contiguous matrix whose rows share one ``a`` and one ``b``
     ((N*C, spatial) per channel); the shift is a BLAS rank-1 update done in place.
     """
+    if x.size == 0:  # nothing to scale (the (rows, cols) views below need a non-empty tensor)
+        return np.empty(x.shape, dtype=x.dtype)
     cdt = _compute_dtype(x.dtype)
     n = x.shape[0]
     xc = x.astype(cdt, copy=False, order="C")

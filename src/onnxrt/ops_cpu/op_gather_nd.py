@@ -71,7 +71,8 @@ def scatter_nd(data: np.ndarray, indices: np.ndarray, updates: np.ndarray, reduc
     lin = np.ravel_multi_index([c.reshape(-1) for c in coords], data.shape[:k]) if k else np.zeros(
         int(np.prod(indices.shape[:-1])), dtype=np.intp
     )
-    upd = updates.reshape((-1,) + data.shape[k:]).astype(out.dtype, copy=False)
+    # the count of slices is explicit: -1 cannot be inferred when the slices are empty
+    upd = updates.reshape((int(np.prod(indices.shape[:-1])),) + data.shape[k:]).astype(out.dtype, copy=False)
     if reduction == "none":
         flat[lin] = upd  # repeated indices: the last assignment wins
     else:
