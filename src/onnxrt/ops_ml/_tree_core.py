@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +31,13 @@ _CHUNK_ELEMENTS = 100_000
 #: at most this many targets are aggregated one by one (contiguous take + sum per target);
 #: beyond, one [rows, trees, targets] gather
 _PER_TARGET = 16
+
+
+def _has_nan(flat: np.ndarray) -> bool:
+    """Whether a float vector holds a NaN: one sum first (NaN, or inf - inf, makes it NaN)."""
+    if flat.dtype.kind != "f" or flat.size == 0:
+        return False
+    return math.isnan(np.add.reduce(flat)) and bool(np.isnan(flat).any())
 
 
 @dataclass
@@ -207,11 +216,17 @@ class Forest:
         return out
 
     def _walker(self, x: np.ndarray):
-        """The walk function for this input: the canonical one when every mode allows it."""
-        if self._tables["canonical"]:
-            thr2 = self._canonical_threshold(np.result_type(x.dtype, self.threshold.dtype))
-            return lambda chunk: self._walk_canonical(chunk, thr2)
-        return self._walk_general
+        """The walk function for this input's dtype: the canonical one when every mode allows it."""
+        walkers = self._tables.setdefault("walkers", {})
+        walk = walkers.get(x.dtype)
+        if walk is None:
+            if self._tables["canonical"]:
+                thr2 = self._canonical_threshold(np.result_type(x.dtype, self.threshold.dtype))
+                walk = functools.partial(self._walk_canonical, thr2=thr2)
+            else:
+                walk = self._walk_general
+            walkers[x.dtype] = walk
+        return walk
 
     def _walk_canonical(self, x: np.ndarray, thr2: np.ndarray) -> np.ndarray:
         """Every comparison is ``x <= t'``: six numpy calls per level into reused buffers."""
@@ -220,7 +235,7 @@ class Forest:
         n, nf = x.shape
         ntrees = len(self.roots)
         flat = np.ascontiguousarray(x).reshape(-1)
-        has_nan = flat.dtype.kind == "f" and bool(np.isnan(flat).any())
+        has_nan = _has_nan(flat)
         state = np.empty((n, ntrees), dtype=np.intp)
         state[:] = t["roots2"]
         after = np.empty_like(state)
@@ -258,7 +273,7 @@ class Forest:
         mode2 = self._tables.setdefault("mode2", np.repeat(self.mode, 2))
         n, nf = x.shape
         flat = np.ascontiguousarray(x).reshape(-1)
-        has_nan = flat.dtype.kind == "f" and bool(np.isnan(flat).any())
+        has_nan = _has_nan(flat)
         state = np.empty((n, len(self.roots)), dtype=np.intp)
         state[:] = t["roots2"]
         rowoff = (np.arange(n, dtype=np.intp) * nf)[:, None]
@@ -323,7 +338,10 @@ class Forest:
 
         # chunks write disjoint rows: they share the kernel thread pool (numpy releases the
         # GIL in take and the comparisons), about 6 element operations per tree level
-        parallel_for(len(bounds) - 1, chunks, work_per_item=step * ntrees * (6 * self.depth + 4), threads=threads)
+        if len(bounds) == 2:
+            chunks(0, 1)
+        else:
+            parallel_for(len(bounds) - 1, chunks, work_per_item=step * ntrees * (6 * self.depth + 4), threads=threads)
         if want_has and all_has:
             has[:] = True
         if aggregate == "AVERAGE":
