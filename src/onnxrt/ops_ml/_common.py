@@ -70,17 +70,17 @@ def softmax(x: np.ndarray) -> np.ndarray:
 def softmax_zero(x: np.ndarray) -> np.ndarray:
     """SOFTMAX_ZERO: a softmax over the non-zero scores of each row; zero scores stay zero.
 
-    The spec names this transform without defining it. onnxruntime treats a score as zero
-    when |s| <= 1e-7 and leaves it at s * exp(-max), which is 0 for an exact zero; onnxrt
-    does the same. A row whose scores are all zero gives zeros (onnxruntime divides 0 by 0
-    there and returns NaN).
+    The spec names this transform without defining it, so onnxrt follows onnxruntime: a
+    score is zero when |s| <= 1e-7 and is left at s * exp(-max) (0 for an exact zero), the
+    others are exp(s - max), and the row is divided by the sum of the non-zero ones. A row of
+    zeros divides 0 by 0 and gives NaN there, as in onnxruntime.
     """
     mx = row_max(x)
     nonzero = np.abs(x) > 1e-7
     e = np.where(nonzero, np.exp(x - mx), x * np.exp(-mx))
     total = row_sum(np.where(nonzero, e, 0))
-    total[total == 0] = 1
-    return (e / total).astype(x.dtype, copy=False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (e / total).astype(x.dtype, copy=False)
 
 
 def probit(x: np.ndarray) -> np.ndarray:
