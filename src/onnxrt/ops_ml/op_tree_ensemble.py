@@ -294,7 +294,13 @@ def _aggregate_name(op: OpRun, value: Any) -> str:
 @register("TreeEnsemble", versions=(5,), domain=ML_DOMAIN)
 class TreeEnsemble(OpRun):
     """TreeEnsemble (ml 5): interior nodes and leaves in separate tuples, every mode including
-    BRANCH_MEMBER, aggregate_function and post_transform as integers. Output has the input type."""
+    BRANCH_MEMBER, aggregate_function and post_transform as integers. Output has the input type.
+
+    Follows the spec where onnxruntime 1.32 departs from it: post_transform 1 is SOFTMAX and 2
+    LOGISTIC (onnxruntime swaps them); NaN takes the branch nodes_missing_value_tracks_true
+    names under every mode (onnxruntime lets NaN != t hold for BRANCH_NEQ); membership is
+    exact (onnxruntime truncates inputs against integral sets); PROBIT is exact.
+    """
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -325,7 +331,12 @@ class TreeEnsembleRegressor(_TreeV1):
 
     Y[n, t] = post_transform(aggregate over trees of the leaf votes for t + base_values[t]);
     AVERAGE divides the sum by the number of trees; a target without any vote scores 0
-    (then its base value). The output is float32.
+    (then its base value). The output is float32. NaN inputs follow
+    nodes_missing_value_tracks_true under every mode.
+
+    onnxruntime 1.32 departs from this in corner cases onnxrt keeps to the spec on: with one
+    target it skips LOGISTIC/SOFTMAX and keeps only the first of a leaf's votes; with several
+    targets it drops the base value of a target nobody voted for; PROBIT is approximate there.
     """
 
     def __init__(self, onnx_node, desc=None, **options):
