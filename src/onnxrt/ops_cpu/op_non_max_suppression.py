@@ -62,17 +62,21 @@ def _suppression_edges(group: np.ndarray | None, geo: np.ndarray, iou_threshold:
     box i + k, k = 1..band); the few boxes with longer runs test the rest as explicit pairs.
     """
     n = geo.shape[1]
-    x0 = geo[1].astype(np.float64)
-    x1 = geo[3].astype(np.float64)
-    lo = float(x0.min())
-    span = float(x1.max()) - lo + 1.0
     # a little slack on t: the float32 IoU may round above a threshold it does not reach
-    reach = x1 - iou_threshold * (1.0 - 1e-3) * (x1 - x0)
-    # float64 keys keep groups apart without touching the float32 coordinates
-    offset = -lo if group is None else group.astype(np.float64) * (2 * span + 1.0) - lo
-    start_key = x0 + offset
+    slack = iou_threshold * (1.0 - 1e-3)
+    if group is None:
+        start_key = geo[1]
+        end_key = geo[3] - np.float32(slack) * (geo[3] - geo[1])
+    else:
+        x0 = geo[1].astype(np.float64)
+        x1 = geo[3].astype(np.float64)
+        lo = float(x0.min())
+        # float64 keys keep groups apart without touching the float32 coordinates
+        offset = group.astype(np.float64) * (2 * (float(x1.max()) - lo + 1.0) + 1.0) - lo
+        start_key = x0 + offset
+        end_key = x1 - slack * (x1 - x0) + offset
     order = np.argsort(start_key, kind="stable")
-    stop = np.searchsorted(start_key[order], (reach + offset)[order], side="left")
+    stop = np.searchsorted(start_key[order], end_key[order], side="left")
     counts = np.maximum(stop - np.arange(1, n + 1), 0)
     by_x = geo.take(order, axis=1)  # columns in sweep order
     us, vs = [], []
@@ -82,39 +86,41 @@ def _suppression_edges(group: np.ndarray | None, geo: np.ndarray, iou_threshold:
         us.append(np.minimum(a, b))
         vs.append(np.maximum(a, b))
 
-    band = int(min(counts.max(initial=0), 2 * counts.mean() + 8)) if n else 0
+    band = int(min(counts.max(initial=0), 2 * int(counts.sum()) // max(n, 1) + 8))
     if band:
         # by_x padded with NaN (never suppresses); window[:, i, k - 1] is box i + k
         padded = np.full((5, n + band), np.nan, dtype=by_x.dtype)
         padded[:, :n] = by_x
         row, col = padded.strides
-        window = np.lib.stride_tricks.as_strided(padded, (5, n, band + 1), (row, col, col), writeable=False)
+        window = np.ndarray((5, n, band + 1), dtype=padded.dtype, buffer=padded, strides=(row, col, col))
         rows = max(1, _PAIR_CHUNK // band)
         ks = np.arange(band)
-        # IoU > t <=> inter > t / (1 + t) * (area_a + area_b): a cheaper screen without the
-        # division, a hair looser than the test; the few pairs it passes take the exact one
+        # IoU > t <=> inter > t / (1 + t) * (area_a + area_b): a screen without division, a
+        # hair looser than the test; the few pairs it passes take the exact float32 test
         screen = np.float32(iou_threshold / (1.0 + iou_threshold) * (1.0 - 1e-5))
+        t32 = np.float32(iou_threshold)
         for r0 in range(0, n, rows):  # chunks of boxes, to bound the temporaries
             r1 = min(r0 + rows, n)
             a, b = by_x[:, r0:r1, None], window[:, r0:r1, 1:]
-            with np.errstate(invalid="ignore"):
-                ih = np.minimum(a[2], b[2])
-                ih -= np.maximum(a[0], b[0])
-                iw = np.minimum(a[3], b[3])
-                iw -= np.maximum(a[1], b[1])
-                ih *= iw  # positive when both overlaps are, or both negative (weeded out below)
-                total = a[4] + b[4]
-                total *= screen
-                hit = ih > total
+            inter = np.minimum(a[2], b[2])
+            inter -= np.maximum(a[0], b[0])
+            iw = np.minimum(a[3], b[3])
+            iw -= np.maximum(a[1], b[1])
+            inter *= iw  # the intersection where both overlaps are positive
+            both = a[4] + b[4]
+            hit = inter > both * screen
             if group is not None:
                 # followers past a box's run may belong to the next group; within one
                 # group, any pair that passes is a true edge (past the run none can be)
                 hit &= ks[None, :] < counts[r0:r1, None]
             flat = np.flatnonzero(hit)
+            sel_inter, sel_w = inter.ravel()[flat], iw.ravel()[flat]
+            flat = flat[(sel_inter > 0) & (sel_w > 0)]
+            sel_inter = inter.ravel()[flat]
+            # onnxruntime's test: inter / (area_a + area_b - inter) > t, in float32
+            flat = flat[sel_inter / (both.ravel()[flat] - sel_inter) > t32]
             i = flat // band
-            owner, follower = i + r0, flat - i * band + i + r0 + 1
-            exact = _suppresses(by_x.take(owner, axis=1), by_x.take(follower, axis=1), iou_threshold)
-            add(owner[exact], follower[exact])
+            add(i + r0, flat - i * band + i + r0 + 1)
     long_runs = np.flatnonzero(counts > band)
     if long_runs.size:  # followers beyond the band, as explicit pairs
         extra = counts[long_runs] - band
@@ -152,7 +158,7 @@ def _greedy(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         hit = np.zeros(n, dtype=bool)
         hit[v[keep[u]]] = True
         new = ~hit
-        if np.array_equal(new, keep):
+        if not np.not_equal(new, keep).any():
             return keep
         keep = new
     order = np.argsort(u, kind="stable")  # CSR of the edges by suppressor
@@ -171,25 +177,26 @@ def _greedy(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _single_group(boxes, scores, max_out: int, iou_threshold: float, score_threshold: float | None, center: int) -> np.ndarray:
     """One batch and one class (the common case), with as few array operations as possible:
-    candidates by decreasing score, then the greedy pass over a prefix of them long enough
-    to keep ``max_out`` boxes (lengthened while it is not)."""
+    candidates by decreasing score, then the greedy pass over as many of the best of them
+    as should keep ``max_out`` boxes (more while they do not)."""
     s = scores.astype(np.float32, copy=False).reshape(-1)
     if score_threshold is None:
-        order = np.argsort(-s, kind="stable")  # ties: lower index first
+        cand = np.arange(s.size)
     else:
         cand = np.flatnonzero(s > np.float32(score_threshold))
-        order = cand[np.argsort(-s[cand], kind="stable")]
-    if order.size == 0:
+    ranked = cand[np.argsort(-s[cand], kind="stable")]  # ties: lower index first
+    if ranked.size == 0:
         return np.zeros((0, 3), dtype=np.int64)
-    geo = np.empty((5, order.size), dtype=np.float32)
-    geo[0], geo[1], geo[2], geo[3] = (c.reshape(-1)[order] for c in _corners(boxes, center))
-    np.multiply(geo[2] - geo[0], geo[3] - geo[1], out=geo[4])
-    limit = max(64, 2 * max_out)
+    flat_boxes = boxes.reshape(-1, 4)
+    limit = max(64, max_out + max_out // 2)
     while True:  # usually once; each retry quadruples the prefix
-        part = geo[:, :limit] if limit < order.size else geo
-        u, v = _suppression_edges(None, part, iou_threshold)
-        kept = np.flatnonzero(_greedy(part.shape[1], u, v))
-        if kept.size >= max_out or part.shape[1] == order.size:
+        order = ranked[:limit]
+        geo = np.empty((5, order.size), dtype=np.float32)
+        geo[0], geo[1], geo[2], geo[3] = _corners(flat_boxes[order], center)
+        np.multiply(geo[2] - geo[0], geo[3] - geo[1], out=geo[4])
+        u, v = _suppression_edges(None, geo, iou_threshold)
+        kept = np.flatnonzero(_greedy(order.size, u, v))
+        if kept.size >= max_out or order.size == ranked.size:
             break
         limit *= 4
     out = np.zeros((min(kept.size, max_out), 3), dtype=np.int64)
