@@ -13,8 +13,6 @@ from ._op import OpRun
 _PAIR_CHUNK = 1 << 22
 #: fixed-point rounds of the greedy resolution before the sequential fallback
 _MAX_ROUNDS = 48
-#: greedy steps continue while each kept box removes at least this many boxes (itself included)
-_DENSE_REMOVAL = 4
 
 
 def _corners(boxes: np.ndarray, center_point_box: int) -> tuple[np.ndarray, ...]:
@@ -218,10 +216,9 @@ def non_max_suppression(
     decreasing score (ties: lower index first); a box is kept unless a kept box overlaps it
     with IoU strictly greater than ``iou_threshold``; at most ``max_output_boxes_per_class``
     are kept. Output rows are ordered by batch, class, then score. Every batch and class
-    are processed together: first greedy steps vectorized over the groups while they
-    remove many boxes (dense clusters), then, for the sparse rest, candidate pairs from
-    one sweep over x extents, their IoU in one vectorized pass, and the greedy order from
-    a fixed-point resolution.
+    are processed together, on the best candidates of each first (a longer prefix only
+    for those that keep too few): candidate pairs from one sweep over x extents, their
+    IoU in one vectorized pass, and the greedy order from a fixed-point resolution.
     """
     boxes = np.asarray(boxes)
     scores = np.asarray(scores)
@@ -241,69 +238,55 @@ def non_max_suppression(
 
     if n_batch * n_class == 1:
         return _single_group(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
-    ymin, xmin, ymax, xmax = (c.reshape(-1) for c in _corners(boxes, center_point_box))
-    flat_scores = scores.astype(np.float32, copy=False).reshape(-1)
-    cand = np.arange(flat_scores.size) if score_threshold is None else np.flatnonzero(flat_scores > np.float32(score_threshold))
-    if cand.size == 0:
-        return empty
-    group = cand // n_box  # batch * n_class + class
-    box = cand % n_box
-    # rank: by group, then decreasing score, then box index (lexsort: last key first)
-    order = np.lexsort((box, -flat_scores[cand], group))
-    group, box = group[order], box[order]
-    ref = (group // n_class) * n_box + box  # row of each candidate in the flattened boxes
-    # rows ymin, xmin, ymax, xmax, area; one column per candidate, in rank order
-    geo = np.empty((5, ref.size), dtype=np.float32)
-    for k, c in enumerate((ymin, xmin, ymax, xmax)):
-        geo[k] = c[ref]
-    geo[4] = (geo[2] - geo[0]) * (geo[3] - geo[1])
+    n_groups = n_batch * n_class
+    s2 = scores.astype(np.float32, copy=False).reshape(n_groups, n_box)
+    # each group's boxes by decreasing score (stable: ties by lower index), the boxes at
+    # or below the score threshold last, then dropped
+    if score_threshold is None:
+        ranked = np.argsort(-s2, axis=1, kind="stable")
+        n_cand = np.full(n_groups, n_box)
+    else:
+        valid = s2 > np.float32(score_threshold)
+        ranked = np.argsort(np.where(valid, -s2, np.inf), axis=1, kind="stable")
+        n_cand = valid.sum(axis=1)
+    flat_boxes = boxes.reshape(-1, 4)
+    batch_of = np.arange(n_groups) // n_class
 
-    # phase 1: greedy steps for every group at once (each group's best alive box is kept
-    # and removes what it overlaps) while they remove many boxes: dense clusters shrink
-    # fast without examining their pairs
-    alive = np.arange(group.size)
-    chosen = []
-    count = np.zeros(n_batch * n_class, dtype=np.int64)
-    while alive.size:
-        g = group[alive]
-        head, _ = _runs(g)
-        tops = alive[head]
-        chosen.append(tops)
-        count[group[tops]] += 1
-        top_of = tops[np.cumsum(head) - 1]
-        remove = _suppresses(np.take(geo, top_of, axis=1), np.take(geo, alive, axis=1), iou_threshold)
-        remove |= head
-        remove |= count[g] >= max_output_boxes_per_class
-        alive = alive[~remove]
-        if remove.sum() < _DENSE_REMOVAL * tops.size:
-            break  # sparse now: the pair sweep is cheaper than more steps
-
-    # phase 2: the rest, through the pairs the sweep finds. A greedy pass over a prefix
-    # of ranks is exact for that prefix, so the groups are resolved on their best
-    # candidates first, and only those that keep too few see a longer prefix
-    limit = max(64, 2 * max_output_boxes_per_class)
-    while alive.size:
-        g = group[alive]
-        _, position = _runs(g)
-        part = alive[position < limit]
-        u, v = _suppression_edges(group[part], np.take(geo, part, axis=1), iou_threshold)
-        found = part[_greedy(part.size, u, v)]
-        total = count + np.bincount(group[found], minlength=count.size)
-        # a group is done when it keeps enough boxes or its whole rest fitted in the prefix
-        sizes = np.bincount(g, minlength=count.size)
-        done = (total >= max_output_boxes_per_class) | (sizes <= limit)
-        chosen.append(found[done[group[found]]])
-        alive = alive[~done[g]]
+    # A greedy pass over a prefix of each group's ranks is exact for that prefix: the
+    # groups are resolved together on their best candidates, and only those that keep too
+    # few boxes see a longer prefix
+    active = n_cand > 0
+    chosen_g, chosen_r = [], []
+    limit = max(64, max_output_boxes_per_class + max_output_boxes_per_class // 2)
+    while active.any():  # usually once; each retry quadruples the prefix
+        width = min(limit, n_box)
+        g, r = np.nonzero(active[:, None] & (np.arange(width)[None, :] < n_cand[:, None]))  # (group, rank)
+        geo = np.empty((5, g.size), dtype=np.float32)
+        geo[0], geo[1], geo[2], geo[3] = _corners(flat_boxes[batch_of[g] * n_box + ranked[g, r]], center_point_box)
+        np.multiply(geo[2] - geo[0], geo[3] - geo[1], out=geo[4])
+        u, v = _suppression_edges(g, geo, iou_threshold)
+        keep = _greedy(g.size, u, v)
+        totals = np.bincount(g[keep], minlength=n_groups)
+        # a group is done when it keeps enough boxes or all its candidates were in the prefix
+        done = active & ((totals >= max_output_boxes_per_class) | (n_cand <= width))
+        take = keep & done[g]
+        chosen_g.append(g[take])
+        chosen_r.append(r[take])
+        active &= ~done
         limit *= 4
-    kept = np.sort(np.concatenate(chosen))
-
+    if not chosen_g:
+        return empty
+    kg, kr = np.concatenate(chosen_g), np.concatenate(chosen_r)
+    order = np.lexsort((kr, kg))  # by group, then rank
+    kg, kr = kg[order], kr[order]
     # the first max_output_boxes_per_class kept boxes of each group
-    _, position = _runs(group[kept])
-    kept = kept[position < max_output_boxes_per_class]
-    out = np.empty((kept.size, 3), dtype=np.int64)
-    out[:, 0] = group[kept] // n_class
-    out[:, 1] = group[kept] % n_class
-    out[:, 2] = box[kept]
+    _, position = _runs(kg)
+    first = position < max_output_boxes_per_class
+    kg, kr = kg[first], kr[first]
+    out = np.empty((kg.size, 3), dtype=np.int64)
+    out[:, 0] = kg // n_class
+    out[:, 1] = kg % n_class
+    out[:, 2] = ranked[kg, kr]
     return out
 
 
