@@ -303,3 +303,11 @@ def test_svm_kernel_blocks_of_rows():
     sv32 = sv.astype(np.float32).astype(np.float64)  # attributes hold float32
     expected = kernel_matrix(x.astype(np.float64), sv32, "RBF", np.float32(0.3), 0.0, 0.0) @ coef.astype(np.float32) + 0.25
     np.testing.assert_allclose(y[:, 0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_models_on_many_rows():
+    # a tall, thin product goes by blocks of rows: same result as onnxruntime's
+    x = RNG.standard_normal((2000, 4)).astype(np.float32)
+    compare_with_ort("LinearClassifier", [("X", x)], 2, atol=1e-5, coefficients=COEF3, intercepts=INTER3, classlabels_ints=[0, 1, 2], post_transform="SOFTMAX")
+    (y,) = compare_with_ort("LinearRegressor", [("X", x)], atol=1e-5, coefficients=COEF3, intercepts=INTER3, targets=3)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ np.array(COEF3).reshape(3, 4).T + INTER3, rtol=1e-5, atol=1e-5)

@@ -38,10 +38,26 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
     return coefficients.reshape(n_out, nf).T
 
 
+#: a tall, thin product (few features x few outputs) goes by blocks of this many rows
+_BLOCK_ROWS = 512
+
+
 def linear_scores(x: np.ndarray, weights: np.ndarray, intercepts: np.ndarray | None) -> np.ndarray:
-    """X @ W + b in the input's precision (float32 inputs stay float32, as onnxruntime's GEMM)."""
+    """X @ W + b in the input's precision (float32 inputs stay float32, as onnxruntime's GEMM).
+
+    A long, thin product is computed by blocks of 512 rows: each block is small enough for
+    OpenBLAS to stay on the calling thread. Whole, it wakes OpenBLAS's helper threads, which
+    on a busy machine takes milliseconds for microseconds of work (measured: 16 ms against
+    0.3 ms for 10,000 x 20 by 20 x 3).
+    """
     w = weights if x.dtype == weights.dtype else weights.astype(x.dtype)
-    out = x @ w
+    n = x.shape[0]
+    if n > _BLOCK_ROWS and w.shape[0] * w.shape[1] <= 4096:
+        out = np.empty((n, w.shape[1]), dtype=np.result_type(x.dtype, w.dtype))
+        for start in range(0, n, _BLOCK_ROWS):
+            np.matmul(x[start:start + _BLOCK_ROWS], w, out=out[start:start + _BLOCK_ROWS])
+    else:
+        out = x @ w
     if intercepts is not None:
         add_columns(out, intercepts.astype(out.dtype, copy=False))
     return out
