@@ -292,8 +292,13 @@ def test_svm_other_input_types(dtype):
     np.testing.assert_allclose(y[:, 0], k @ reg["coefficients"] + 0.1, rtol=1e-5, atol=1e-6)
 
 
-def test_svm_kernel_blocks_of_rows():
-    # more rows than one kernel block holds: the blocks must join seamlessly
+@pytest.mark.parametrize("small_product", [64_000_000, 0])
+def test_svm_kernel_blocks_of_rows(monkeypatch, small_product):
+    # more rows than one kernel block holds, blocks of either size: they must join seamlessly
+    from onnxrt.ops_ml import op_svm
+
+    monkeypatch.setattr(op_svm, "_SMALL_PRODUCT", small_product)
+    monkeypatch.setattr(op_svm, "_KERNEL_BLOCK", 600 * 1500)
     rng = np.random.default_rng(9)
     sv = rng.standard_normal((600, 3))
     coef = rng.standard_normal(600)

@@ -42,6 +42,10 @@ def kernel_matrix(x: np.ndarray, sv: np.ndarray, kind: str, gamma: float, coef0:
 
 #: rows per block of the kernel matrix: a [rows, support vectors] block stays in cache
 _KERNEL_BLOCK = 1 << 20
+#: products below this many multiply-adds run on the calling thread, by blocks of at most
+#: _SINGLE_THREAD_MACS (OpenBLAS keeps those single-threaded)
+_SMALL_PRODUCT = 64_000_000
+_SINGLE_THREAD_MACS = 500_000
 
 
 def sigmoid_predict(dec: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,7 +154,13 @@ class _SVMBase(OpRun):
                 f"{self._node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
             )
         n = x.shape[0]
-        step = max(1, _KERNEL_BLOCK // max(1, self._sv.shape[0]))
+        n_sv, nf = self._sv.shape
+        if n * n_sv * nf < _SMALL_PRODUCT:
+            # blocks under OpenBLAS's threading threshold (about 1e6 multiply-adds): waking its
+            # helper threads costs milliseconds on a busy machine, more than such a product
+            step = max(1, _SINGLE_THREAD_MACS // max(1, n_sv * nf))
+        else:
+            step = max(1, _KERNEL_BLOCK // max(1, n_sv))
         if n <= step:
             return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq) @ weights
         out = np.empty((n,) + weights.shape[1:], dtype=np.float64)
