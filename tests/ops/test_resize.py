@@ -271,10 +271,13 @@ def test_keep_aspect_ratio_policy_matches_onnxruntime(policy):
 @pytest.mark.parametrize(
     "scale,strategy",
     [
-        (2.0, "phases"),  # 2 outputs per input: two phases of strided slices
-        (300 / 130, "phases"),  # 30 outputs per 13 inputs
-        (0.4375, "phases"),  # 7 per 16
-        (1.37, "blocks"),  # 137/100: a period too long, banded matrix blocks
+        (2.0, "blocks"),  # growing: banded matrix blocks
+        (300 / 130, "blocks"),
+        (1.37, "blocks"),
+        (0.5, "phases"),  # shrinking by a short rational (1 output per 2 inputs): strided slices
+        (0.75, "phases"),  # 3 outputs per 4 inputs
+        (0.4375, "taps"),  # 7 per 16: a period too long for phases, a strong shrink
+        (0.77, "blocks"),  # 77/100: a period too long, banded matrix blocks
         (0.123, "taps"),  # no short period, a strong shrink: one gather per tap
     ],
 )

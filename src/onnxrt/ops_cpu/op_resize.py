@@ -29,7 +29,10 @@ _DENSE_LIMIT = 16
 #: about this many inputs feed each block of outputs
 _BLOCK_INPUTS = 16
 #: the longest output period (outputs per repeat of the interpolation weights) run by phases
-_MAX_PERIOD = 64
+_MAX_PERIOD = 4
+#: OpenBLAS runs a product of at most 65536 * 4 multiply-adds on the calling thread; larger
+#: ones wake its threads, which on a loaded machine can cost milliseconds per call
+_GEMM_SERIAL = 65536 * 4
 
 
 # --------------------------------------------------------------------------------------
@@ -285,7 +288,9 @@ def axis_plan(
         resized = in_len * exact
     xo = source_coordinates(out_len, in_len, exact, coordinate_mode, roi_start, roi_end, resized, dtype=np.float64)
     idx, w, pos = filter_taps(xo, in_len, mode, scale, cubic_coeff_a, exclude_outside, antialias, positions=True)
-    if frac is not None:
+    if frac is not None and in_len > out_len:
+        # shrinking: strided slices beat matrix products that are mostly zeros; growing
+        # runs faster through the band blocks below
         found = _phases(idx, w, pos, in_len, frac.numerator, frac.denominator)
         if found is not None:
             return AxisPlan(in_len, out_len, None, (), outside, phases=found[0], border=found[1])
@@ -294,22 +299,6 @@ def axis_plan(
         # products would mostly multiply zeros, one gather per tap is cheaper
         return AxisPlan(in_len, out_len, None, (), outside, (idx, w))
     return AxisPlan(in_len, out_len, None, _band_blocks(idx, w, in_len), outside)
-
-
-def _matmul_axis(m: np.ndarray, x3: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``m @ x3`` along the middle axis of ``x3`` (pre, in, post) -> (pre, out, post)."""
-    pre, _, post = x3.shape
-    if post == 1:
-        res = np.matmul(x3[:, :, 0], m.T, out=None if out is None else out[:, :, 0])
-        return res[:, :, None]
-    if pre == 1 or post >= 8:
-        return np.matmul(m, x3, out=out)
-    # many short rows: one product with the batch folded in
-    res = np.tensordot(x3, m, axes=([1], [1])).transpose(0, 2, 1)
-    if out is None:
-        return np.ascontiguousarray(res)
-    out[...] = res
-    return out
 
 
 def _apply_taps(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
@@ -374,8 +363,17 @@ def _apply_phases(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     return out.reshape(shape[:axis] + (plan.out_len,) + shape[axis + 1 :])
 
 
+def _serial_rows(rows: int, work_per_row: int) -> int:
+    """The largest divisor of ``rows`` whose products stay within ``_GEMM_SERIAL``."""
+    m = max(1, min(rows, _GEMM_SERIAL // max(work_per_row, 1)))
+    while rows % m:
+        m -= 1
+    return m
+
+
 def _apply_blocks(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
-    """Multiply axis ``axis`` of ``x`` by the plan's matrix: BLAS products, no gathers."""
+    """Multiply axis ``axis`` of ``x`` by the plan's matrix, block by block: batched BLAS
+    products small enough to run on one thread each (see ``_GEMM_SERIAL``)."""
     if plan.phases:
         return _apply_phases(x, axis, plan)
     if plan.taps is not None:
@@ -383,15 +381,30 @@ def _apply_blocks(x: np.ndarray, axis: int, plan: AxisPlan) -> np.ndarray:
     shape = x.shape
     pre = int(np.prod(shape[:axis], dtype=np.int64))
     post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
-    x3 = x.reshape(pre, plan.in_len, post)
     real = x.real.dtype
     new_shape = shape[:axis] + (plan.out_len,) + shape[axis + 1 :]
-    if len(plan.blocks) == 1:
-        mat = plan.blocks[0][4]
-        return _matmul_axis(mat.astype(real, copy=False), x3).reshape(new_shape)
+    widest = max((o1 - o0) * (hi - lo) for o0, o1, lo, hi, _ in plan.blocks)
+    if post == 1:
+        # the last axis: rows in batches, out[b, r, :] = x[b, r, :] @ block.T
+        m = _serial_rows(pre, widest)
+        x3 = x.reshape(pre // m, m, plan.in_len)
+        out = np.empty((pre // m, m, plan.out_len), dtype=x.dtype)
+        for o0, o1, lo, hi, mat in plan.blocks:
+            np.matmul(x3[:, :, lo:hi], mat.T.astype(real, copy=False), out=out[:, :, o0:o1])
+        return out.reshape(new_shape)
+    x3 = x.reshape(pre, plan.in_len, post)
     out = np.empty((pre, plan.out_len, post), dtype=x.dtype)
-    for o0, o1, lo, hi, mat in plan.blocks:
-        _matmul_axis(mat.astype(real, copy=False), x3[:, lo:hi, :], out[:, o0:o1, :])
+    if post >= 8 or pre == 1:
+        # one product per leading index, out[p] = block @ x[p], over runs of columns
+        cols = max(8, _GEMM_SERIAL // widest)
+        for o0, o1, lo, hi, mat in plan.blocks:
+            m = mat.astype(real, copy=False)
+            for c0 in range(0, post, cols):  # one run unless the trailing axes are long
+                np.matmul(m, x3[:, lo:hi, c0 : c0 + cols], out=out[:, o0:o1, c0 : c0 + cols])
+    else:  # many short rows: one product with the leading axis folded in
+        for o0, o1, lo, hi, mat in plan.blocks:
+            res = np.tensordot(x3[:, lo:hi, :], mat.astype(real, copy=False), axes=([1], [1]))
+            out[:, o0:o1, :] = res.transpose(0, 2, 1)
     return out.reshape(new_shape)
 
 
