@@ -210,9 +210,9 @@ class Phase:
 
 @dataclass(frozen=True)
 class AxisPlan:
-    """How one axis is resampled: a gather (nearest); polyphase strided slices when the
-    weights repeat (a rational scale), with the few border outputs gathered; otherwise
-    banded matrix blocks, or one gather per tap for strong shrinks."""
+    """How one axis is resampled: a gather (nearest); for linear and cubic, banded matrix
+    blocks, or polyphase strided slices for shrinks whose weights repeat every few outputs
+    (the border outputs gathered), or one gather per tap for other strong shrinks."""
 
     in_len: int
     out_len: int
@@ -493,9 +493,9 @@ def resize(
     """Resize ``x`` on ``axes`` (default all) to ``sizes`` or by ``scales`` (exactly one of them).
 
     Axes are resampled one after the other (the most shrunk first): ``nearest`` gathers;
-    ``linear``/``cubic`` apply per-axis interpolation weights, as strided slices when the
-    weights repeat (rational scales such as 2 or 7/16), else as banded matrix products or
-    one gather per tap (see :class:`AxisPlan`). The coordinate transformation maps each
+    ``linear``/``cubic`` apply per-axis interpolation weights: banded matrix blocks
+    (batched BLAS products), strided slices for shrinks by a short ratio (1/2, 2/3, 3/4...),
+    or one gather per tap for other strong shrinks (see :class:`AxisPlan`). The coordinate transformation maps each
     output index to ``x_original`` in the input; ``tf_crop_and_resize`` reads ``roi``
     (starts then ends, normalised) and writes ``extrapolation_value`` where ``x_original``
     leaves [0, length - 1]. Nearest works on every element type; linear and cubic compute
