@@ -217,10 +217,3 @@ def declared_map_value_dtype(op: Any, name: str) -> np.dtype | None:
         return np_dtype(value.tensor_type.elem_type)
     except KeyError:
         return None
-
-
-def threads_of(op: Any) -> int | None:
-    """The session's intra_op_num_threads (None: the kernel thread pool's default)."""
-    options = op.options.get("session_options")
-    n = getattr(options, "intra_op_num_threads", 0) or 0
-    return n if n > 0 else None

@@ -9,7 +9,8 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from ..ops_cpu._op import OpRun
-from ._common import ML_DOMAIN, add_columns, apply_transform, class_labels, floats_or_tensor, post_transform_fn, threads_of
+from ..parallel import session_threads
+from ._common import ML_DOMAIN, add_columns, apply_transform, class_labels, floats_or_tensor, post_transform_fn
 from ._tree_core import AGGREGATES, LEAF, MEMBER, MODES, Forest, leaf_tables
 
 
@@ -312,7 +313,7 @@ class TreeEnsemble(OpRun):
         x = _matrix(x, self)
         # float16 is compared as float32 (exact: float16 values and splits are float32 values)
         xw = x.astype(np.float32) if x.dtype == np.float16 else x
-        scores, _ = self.forest.aggregate(xw, self._aggregate, threads=threads_of(self))
+        scores, _ = self.forest.aggregate(xw, self._aggregate, threads=session_threads(self.options))
         scores = apply_transform(self._transform, scores)
         return (scores.astype(x.dtype),)
 
@@ -356,7 +357,7 @@ class TreeEnsembleRegressor(_TreeV1):
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate, threads=threads_of(self))
+        scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate, threads=session_threads(self.options))
         if self._base is not None:
             add_columns(scores, self._base)
         scores = apply_transform(self._transform, scores)
@@ -409,7 +410,7 @@ class TreeEnsembleClassifier(_TreeV1):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         need_has = self._base is None or self.labels.size == 2
-        scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has, threads=threads_of(self))
+        scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has, threads=session_threads(self.options))
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:
