@@ -15,7 +15,7 @@ from onnxrt.errors import InvalidAttributeError, InvalidTypeError, KernelError
 from onnxrt.ops_cpu.op_clip import clip
 from onnxrt.ops_cpu.op_softmax import hardmax, log_softmax, softmax
 
-from .test_elementwise import f64, ort_run, run
+from .test_elementwise import f64, onnx_type, ort_run, run
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 X = np.array([[-4.0, -1.5, -0.5, -0.0], [0.0, 0.3, 1.0, 3.5]])
@@ -176,6 +176,35 @@ def test_clip_inputs_from_11():
     np.testing.assert_array_equal(run("Clip", x[:4], np.array(2.0, np.float32), np.array(1.0, np.float32)), [1.0] * 4)
     with pytest.raises(KernelError, match="scalar"):
         run("Clip", x, np.array([0.0, 1.0], np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, BF16], ids=str)
+def test_clip_omitted_bounds_are_type_limits(dtype):
+    # "They default to numeric_limits::lowest() and numeric_limits::max()": infinities clamp
+    # to the largest finite value of the type (found by tests/fuzz; onnxruntime agrees),
+    # with the bound fused into a MatMul too
+    import onnx
+    from onnx import TensorProto, helper
+
+    import onnxrt
+
+    info = ml_dtypes.finfo(dtype)
+    x = np.array([-np.inf, np.inf, np.nan, 1.0], np.float64).astype(dtype)
+    np.testing.assert_array_equal(f64(run("Clip", x, opset=13)), [float(info.min), float(info.max), np.nan, 1.0])
+    np.testing.assert_array_equal(f64(run("Clip", x, np.array(0, dtype), opset=13)), [0.0, float(info.max), np.nan, 1.0])
+    elem = onnx_type(np.dtype(dtype))
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Clip", ["m", "lo"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("a", elem, [1, 2])], [helper.make_tensor_value_info("y", elem, None)],
+        [onnx.numpy_helper.from_array(np.array([[np.inf], [1.0]]).astype(dtype), "b"),
+         onnx.numpy_helper.from_array(np.array(0.0).astype(dtype), "lo")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    for level in (onnxrt.GraphOptimizationLevel.ORT_ENABLE_ALL, onnxrt.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        opts = onnxrt.SessionOptions()
+        opts.graph_optimization_level = level
+        (y,) = onnxrt.InferenceSession(model, opts).run(None, {"a": np.array([[1.0, 2.0]]).astype(dtype)})
+        np.testing.assert_array_equal(f64(y), [[float(info.max)]])
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64, np.uint64], ids=str)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import KernelError
@@ -38,10 +39,23 @@ def clip(x: np.ndarray, min: np.ndarray | float | None = None, max: np.ndarray |
     return y
 
 
+def _type_limits(dtype: np.dtype) -> tuple[np.generic, np.generic] | None:
+    """numeric_limits::lowest() and max() of a float type (None for integers: no clamping)."""
+    if dtype.kind in "iub" or dtype == object:
+        return None
+    info = ml_dtypes.finfo(dtype)
+    return dtype.type(info.min), dtype.type(info.max)
+
+
 @register("Clip", versions=(1, 6, 11, 12, 13))
 class Clip(OpRun):
     """Clip: 1 (attributes min/max, absent means open), 6 (attributes defaulting to -/+FLT_MAX),
-    11 (bounds become optional scalar inputs), 12 (integer types), 13 (bfloat16)."""
+    11 (bounds become optional scalar inputs), 12 (integer types), 13 (bfloat16).
+
+    From 11 an omitted bound is "numeric_limits::lowest() and numeric_limits::max()" of the
+    type, as the spec says: a float infinity becomes the largest finite value (as
+    onnxruntime does; onnx.reference leaves it infinite).
+    """
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -50,4 +64,9 @@ class Clip(OpRun):
     def _run(self, x, min=None, max=None, attributes=None, verbose=0, fLOG=None):  # noqa: A002
         if self._from_attributes:
             return (clip(x, self.min, self.max),)
+        if min is None or max is None:
+            limits = _type_limits(x.dtype)
+            if limits is not None:
+                min = limits[0] if min is None else min  # noqa: A001
+                max = limits[1] if max is None else max  # noqa: A001
         return (clip(x, min, max),)

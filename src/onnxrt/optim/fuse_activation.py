@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import ml_dtypes
+import numpy as np
 from onnx import AttributeProto
 
 from .graph import Graph, Node
@@ -10,6 +14,21 @@ from .graph import Graph, Node
 FUSED_DOMAIN = "onnxrt"
 
 FUSABLE = {"Conv": "FusedConv", "Gemm": "FusedGemm", "MatMul": "FusedMatMul"}
+
+
+def _limits(dtype: Any) -> tuple[float, float] | None:
+    """(lowest, max) of a float type of at most 32 bits, None otherwise."""
+    if dtype is None:
+        return None
+    dt = np.dtype(dtype)
+    # the fused node keeps its parameters as float32: DBL_MAX or INT32_MAX would not survive
+    if dt.itemsize > 4 or dt.kind not in "fV":
+        return None
+    try:
+        info = ml_dtypes.finfo(dt)
+    except (TypeError, ValueError):
+        return None
+    return float(info.min), float(info.max)
 
 
 def activation_of(g: Graph, node: Node) -> tuple[str, list[float]] | None:
@@ -30,7 +49,15 @@ def activation_of(g: Graph, node: Node) -> tuple[str, list[float]] | None:
         hi = g.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
         if (len(node.inputs) > 1 and node.inputs[1] and lo is None) or (len(node.inputs) > 2 and node.inputs[2] and hi is None):
             return None
-        return op, [float(lo) if lo is not None else float("-inf"), float(hi) if hi is not None else float("inf")]
+        if lo is None or hi is None:
+            # an omitted bound is numeric_limits::lowest()/max() of the type (infinities clamp
+            # to the largest finite value): fuse only when that type is known
+            limits = _limits(g.info.get(node.inputs[0], (None, None))[0])
+            if limits is None:
+                return None
+            lo = limits[0] if lo is None else lo
+            hi = limits[1] if hi is None else hi
+        return op, [float(lo), float(hi)]
     return None
 
 
