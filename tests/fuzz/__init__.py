@@ -1,0 +1,1 @@
+"""Differential fuzzing of the operators against onnx.reference and onnxruntime."""
