@@ -119,6 +119,8 @@ class InferenceSession:
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None = None) -> list[Any]:
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
+        if not output_names and self._profiler is None:
+            return self._engine.run_outputs(input_feed)  # the hot path
         names = list(output_names) if output_names else None
         if self._profiler is not None:
             t0 = time.perf_counter_ns()
