@@ -5,34 +5,46 @@ from __future__ import annotations
 import numpy as np
 import scipy.special
 
+from . import _fastmath as fm
 from ._family import Spec, build_family, compute_in_float
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_INF32 = np.float32(np.inf)
+
+# Exp, Log and Tanh stay plain numpy calls: numpy vectorises float32 exp, log and tanh for
+# AVX2 itself (np.exp costs about 13 multiplications per element); _fastmath's reductions
+# and polynomials do not beat it. Erf and Sigmoid take _fastmath's kernels for float32
+# (float16 and bfloat16 through float32) from fm.MIN_SIZE elements on.
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
+    if x.dtype == _F32:
+        # np.clip has a vectorised float32 loop, 3x faster than np.maximum (which checks
+        # for NaN per element); it keeps -0 and NaN as they are, as onnxruntime's Relu does
+        return np.clip(x, np.float32(0), _INF32)
     return np.maximum(x, x.dtype.type(0))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)), relatively accurate for very negative x too.
+    """exp(x) / (1 + exp(x)) (1 where exp(x) overflows), the formula of fm.sigmoid on whole arrays.
 
-    exp(-x) overflows to inf for x below about -88 (float32), where the true value is
-    already below the smallest normal float: 1 / (1 + inf) gives 0 there (an absolute
-    error under 1.2e-38), so the overflow flag is silenced. float16 and bfloat16 are
-    computed in float32 (their exp overflows already at x < -11) and rounded once.
+    exp(x) never overflows where the result is small, so results down to the subnormals
+    keep their accuracy (1 / (1 + exp(-x)) would give 0 below x = -88.7 in float32).
+    float16 and bfloat16 are computed in float32 and rounded once.
     """
     dt = x.dtype
     if x.ndim == 0:  # numpy would turn the 0-D intermediates into scalars (no out=)
         return _sigmoid(x.reshape(1)).reshape(())
     if dt != _F32 and dt != _F64:
         return _sigmoid(x.astype(np.float32)).astype(dt)
-    y = np.negative(x)
-    with np.errstate(over="ignore"):
-        np.exp(y, out=y)
-    np.add(y, dt.type(1), out=y)
-    return np.reciprocal(y, out=y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        y = np.add(e, dt.type(1))
+        np.divide(e, y, out=y)
+    if e.size and not np.max(e) < np.inf:  # x above ~88.7 (float32): sigmoid rounds to 1 (or NaN in x)
+        y[np.isinf(e)] = 1
+    return y
 
 
 def _is_inf(x: np.ndarray, negative: bool = True, positive: bool = True) -> np.ndarray:
@@ -75,13 +87,13 @@ UNARY = [
     Spec("Atanh", np.arctanh, (9, 22)),
     # Erf 9 also allows integer types (T -> T): computed in float64 and truncated
     # toward zero like a C cast (onnxruntime implements no integer Erf to follow)
-    Spec("Erf", compute_in_float(scipy.special.erf), (9, 13)),
+    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(scipy.special.erf)), (9, 13)),
     Spec("IsNaN", np.isnan, (9, 13, 20)),
     Spec("IsInf", _is_inf, (10, 20), with_attributes=True, prepare=_is_inf_attributes),
     Spec("Not", np.logical_not, (1,)),
     Spec("BitwiseNot", np.invert, (18,)),
     Spec("Relu", _relu, (1, 6, 13, 14)),
-    Spec("Sigmoid", _sigmoid, (1, 6, 13)),
+    Spec("Sigmoid", fm.float_kernel(fm.sigmoid, _sigmoid), (1, 6, 13)),
 ]
 
 build_family(UNARY, "unary", globals())

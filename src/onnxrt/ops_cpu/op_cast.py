@@ -11,10 +11,12 @@ from onnx import TensorProto
 from ..dtypes import EXOTIC_DTYPES, elem_from_name, elem_name, np_dtype
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
+from . import _fastmath as fm
 from ._op import OpRun
 
 _OBJECT = np.dtype(object)
 _BOOL = np.dtype(bool)
+_F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
@@ -199,6 +201,13 @@ def cast(
         src = x.dtype
     if src == dst:
         return x
+    if x.size >= fm.MIN_SIZE:
+        # numpy's float32 <-> float16 casts are scalar loops: integer arithmetic on the bits
+        # gives the same bits (round to nearest even, overflow to inf, subnormals, NaN) 1.5-3x faster
+        if src == _F32 and dst == _F16:
+            return fm.f32_to_f16(x)
+        if src == _F16 and dst == _F32:
+            return fm.f16_to_f32(x)
     if dst == _E8M0:
         return to_float8e8m0(x, saturate, round_mode)
     if saturate and dst in _FLOAT8_MAX:
