@@ -66,6 +66,21 @@ def check_auto_pad(op, value: str) -> str:
     return value
 
 
+#: the attributes every convolution takes, passed on to its kernel function
+CONV_ATTRIBUTES = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+
+
+def conv_attributes(op, names: tuple[str, ...] = CONV_ATTRIBUTES, positive: tuple[str, ...] = ("group",)) -> dict:
+    """The keyword arguments of a convolution kernel from the node's attributes, checked once
+    when the node is built: ``auto_pad`` must be known and each of ``positive`` >= 1."""
+    if "auto_pad" in names:
+        check_auto_pad(op, op.auto_pad)
+    for name in positive:
+        if getattr(op, name) < 1:
+            raise InvalidAttributeError(f"{op._node_label()}: attribute {name!r} must be >= 1, got {getattr(op, name)}.")
+    return {name: getattr(op, name) for name in names}
+
+
 def same_pads(total: int, auto_pad: str) -> tuple[int, int]:
     """Split a total padding: the odd pixel goes to the end for SAME_UPPER, to the beginning for SAME_LOWER."""
     if auto_pad == "SAME_LOWER":

@@ -8,13 +8,13 @@ from math import prod
 
 import numpy as np
 
-from ..errors import InvalidAttributeError, KernelError
+from ..errors import KernelError
 from ..registry import register
 from ._conv_common import (
     apply_activation,
     as_compute,
-    check_auto_pad,
     compute_dtype,
+    conv_attributes,
     kernel_from,
     limit_threads,
     offset_view,
@@ -440,17 +440,7 @@ class Conv(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        check_auto_pad(self, self.auto_pad)
-        if self.group < 1:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'group' must be >= 1, got {self.group}.")
-        self._kw = dict(
-            auto_pad=self.auto_pad,
-            dilations=self.dilations,
-            group=self.group,
-            kernel_shape=self.kernel_shape,
-            pads=self.pads,
-            strides=self.strides,
-        )
+        self._kw = conv_attributes(self)
         self._threads = session_threads(options)
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):

@@ -6,9 +6,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidAttributeError, KernelError
+from ..errors import KernelError
 from ..registry import register
-from ._conv_common import check_auto_pad, kernel_from, spatial_attr, window_geometry
+from ._conv_common import (
+    conv_attributes,
+    kernel_from,
+    spatial_attr,
+    window_geometry,
+)
 from ._op import OpRun
 from .op_conv import check_conv_shapes, conv_core
 
@@ -93,17 +98,7 @@ def conv_integer(
 class _IntegerConvBase(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        check_auto_pad(self, self.auto_pad)
-        if self.group < 1:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'group' must be >= 1, got {self.group}.")
-        self._kw = dict(
-            auto_pad=self.auto_pad,
-            dilations=self.dilations,
-            group=self.group,
-            kernel_shape=self.kernel_shape,
-            pads=self.pads,
-            strides=self.strides,
-        )
+        self._kw = conv_attributes(self)
 
 
 @register("ConvInteger", versions=(10,))

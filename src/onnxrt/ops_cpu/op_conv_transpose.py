@@ -8,15 +8,16 @@ from math import prod
 
 import numpy as np
 
-from ..errors import InvalidAttributeError, KernelError
+from ..errors import KernelError
 from ..registry import register
 from ._conv_common import (
+    CONV_ATTRIBUTES,
     apply_activation,
     as_compute,
-    check_auto_pad,
     compute_dtype,
-    kernel_from,
+    conv_attributes,
     explicit_pads,
+    kernel_from,
     same_pads,
     scratch,
     spatial_attr,
@@ -247,19 +248,7 @@ class ConvTranspose(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        check_auto_pad(self, self.auto_pad)
-        if self.group < 1:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'group' must be >= 1, got {self.group}.")
-        self._kw = dict(
-            auto_pad=self.auto_pad,
-            dilations=self.dilations,
-            group=self.group,
-            kernel_shape=self.kernel_shape,
-            output_padding=self.output_padding,
-            output_shape=self.output_shape,
-            pads=self.pads,
-            strides=self.strides,
-        )
+        self._kw = conv_attributes(self, CONV_ATTRIBUTES + ("output_padding", "output_shape"))
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
         return (conv_transpose(x, w, b, **self._kw),)

@@ -8,9 +8,17 @@ from math import prod
 
 import numpy as np
 
-from ..errors import InvalidAttributeError, KernelError
+from ..errors import KernelError
 from ..registry import register
-from ._conv_common import as_compute, compute_dtype, kernel_from, spatial_attr, to_output, window_geometry
+from ._conv_common import (
+    as_compute,
+    compute_dtype,
+    conv_attributes,
+    kernel_from,
+    spatial_attr,
+    to_output,
+    window_geometry,
+)
 from ._op import OpRun
 from .op_conv import check_conv_shapes
 
@@ -120,17 +128,8 @@ class DeformConv(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        for name in ("group", "offset_group"):
-            if getattr(self, name) < 1:
-                raise InvalidAttributeError(f"{self._node_label()}: attribute {name!r} must be >= 1, got {getattr(self, name)}.")
-        self._kw = dict(
-            dilations=self.dilations,
-            group=self.group,
-            kernel_shape=self.kernel_shape,
-            offset_group=self.offset_group,
-            pads=self.pads,
-            strides=self.strides,
-        )
+        names = ("dilations", "group", "kernel_shape", "offset_group", "pads", "strides")
+        self._kw = conv_attributes(self, names, positive=("group", "offset_group"))
 
     def _run(self, x, w, offset, b=None, mask=None, attributes=None, verbose=0, fLOG=None):
         return (deform_conv(x, w, offset, b, mask, **self._kw),)
