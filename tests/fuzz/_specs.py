@@ -1224,7 +1224,7 @@ def gen_resize(g: Gen) -> Node:
         n = len(full)
         starts = [g.choice([0.0, 0.25, 0.5]) if a in resized else 0.0 for a in full]
         ends = [g.choice([1.0, 0.75, 1.25]) if a in resized else 1.0 for a in full]
-        roi = P(np.array(starts + ends, dtype=g.choice([F32, dt]) if is_float(dt) else F32))
+        roi = P(np.array(starts + ends, dtype=g.dtype(1, FLOATS)))
         del n
     if use_sizes:
         sizes = [g.int(1, 7) if a in resized else shape[a] for a in full]
@@ -1369,7 +1369,9 @@ SPECS += [
     OpSpec("EyeLike", gen_eye_like, exact=True),
     OpSpec("MatMul", gen_matmul, tol=4),
     OpSpec("Gemm", gen_gemm, min_opset=7, tol=4),
-    OpSpec("Einsum", gen_einsum, tol=4),
+    # onnxruntime dies of SIGFPE on three operands with an empty contracted axis
+    OpSpec("Einsum", gen_einsum, tol=4, ort_skip=lambda case, feeds: len(case.node.inputs) > 2 and any(
+        np.asarray(v).size == 0 for v in case.node.inputs)),
     OpSpec("Det", gen_det, tol=16),
     OpSpec("Conv", gen_conv, tol=8),
     OpSpec("ConvTranspose", gen_conv_transpose, tol=8),

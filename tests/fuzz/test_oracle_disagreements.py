@@ -162,6 +162,15 @@ def test_reference_shape_end_below_rank():
     same(outputs("onnxruntime", "Shape", 15, [x], end=-4)[0], np.zeros(0, np.int64))
 
 
+def test_reference_clip_omitted_bounds():
+    # Clip 11+: min and max "default to numeric_limits::lowest() and numeric_limits::max()":
+    # -inf becomes the lowest finite float (onnxruntime agrees); the reference leaves it.
+    x = np.array([-np.inf, 1.0, np.inf], F32)
+    same(outputs("onnxrt", "Clip", 13, [x])[0], [FLT_LOWEST, 1.0, -FLT_LOWEST])
+    same(outputs("onnxruntime", "Clip", 13, [x])[0], [FLT_LOWEST, 1.0, -FLT_LOWEST])
+    same(outputs("reference", "Clip", 13, [x])[0], [-np.inf, 1.0, np.inf])
+
+
 def test_reference_zero_of_strings():
     # Trilu zeroes the other elements and Pad's constant_value "defaults to 0, empty string,
     # or False": a string tensor's zero is "" (tensor(string) holds strings only); the
@@ -219,6 +228,43 @@ def test_reference_one_hot_recomputes_values():
     ref = outputs("reference", "OneHot", 11, args)[0]
     assert ref[0, 0] != values[1] and abs(float(ref[0, 0]) - float(values[1])) < 1e-6
     same(outputs("onnxruntime", "OneHot", 11, args)[0], [[values[1]]])
+    # with a NaN on_value the recomputation spreads it to the off values too
+    nan_on = [np.array([0, 5], np.int64), np.array(1, np.int64), np.array([-3.25, np.nan], F32)]
+    np.testing.assert_array_equal(outputs("onnxrt", "OneHot", 11, nan_on)[0], [[np.nan], [-3.25]])
+    np.testing.assert_array_equal(outputs("reference", "OneHot", 11, nan_on)[0], [[np.nan], [np.nan]])
+
+
+def test_cast_bool_to_string():
+    # Cast does not say how a bool is written as a string; onnxrt follows onnxruntime ("1",
+    # "0", as the bool-to-number rule {1, 0}), the reference writes Python's "True"/"False".
+    x = np.array([True, False])
+    same(outputs("onnxrt", "Cast", 13, [x], to=8)[0], np.array(["1", "0"], dtype=object))
+    same(outputs("onnxruntime", "Cast", 13, [x], to=8)[0], np.array(["1", "0"], dtype=object))
+    assert outputs("reference", "Cast", 13, [x], to=8)[0].tolist() == ["True", "False"]
+
+
+def test_reference_log_sum_exp_infinity():
+    # ReduceLogSumExp over no axis (noop_with_empty_axes) is log(exp(x)) = x: inf stays inf
+    # (onnxruntime agrees); the reference subtracts the maximum first, inf - inf = NaN.
+    x = np.array([np.inf, 3.5], F32)
+    args = [x, P(np.zeros(0, np.int64))]
+    same(outputs("onnxrt", "ReduceLogSumExp", 18, args, noop_with_empty_axes=1)[0], [np.inf, 3.5])
+    same(outputs("onnxruntime", "ReduceLogSumExp", 18, args, noop_with_empty_axes=1)[0], [np.inf, 3.5])
+    np.testing.assert_array_equal(outputs("reference", "ReduceLogSumExp", 18, args, noop_with_empty_axes=1)[0], [np.nan, 3.5])
+
+
+def test_reference_max_pool_asymmetric_pads():
+    # pads is "[x1_begin, x2_begin...x1_end, x2_end,...]": [0, 0, 1, 1] pads the end of both
+    # axes of a 3x3 image, giving 3x3 windows of 2x2. The reference reads it as (begin, end)
+    # pairs per axis.
+    x = np.arange(9, dtype=F32).reshape(1, 1, 3, 3)
+    want = [[[[4.0, 5.0, 5.0], [7.0, 8.0, 8.0], [7.0, 8.0, 8.0]]]]
+    same(outputs("onnxrt", "MaxPool", 12, [x], kernel_shape=[2, 2], pads=[0, 0, 1, 1])[0], want)
+    same(outputs("onnxruntime", "MaxPool", 12, [x], kernel_shape=[2, 2], pads=[0, 0, 1, 1])[0], want)
+    assert outputs("reference", "MaxPool", 12, [x], kernel_shape=[2, 2], pads=[0, 0, 1, 1])[0].shape == (1, 1, 2, 4)
+    y = np.array([[[0.8, -1.4]]], F32)
+    same(outputs("onnxrt", "MaxPool", 1, [y], kernel_shape=[2], pads=[0, 1])[0], [[[0.8, -1.4]]])
+    same(outputs("reference", "MaxPool", 1, [y], kernel_shape=[2], pads=[0, 1])[0], [[[0.8]]])
 
 
 def test_reference_det_float64():
@@ -359,10 +405,13 @@ def test_max_with_nan():
     same(outputs("onnxruntime", "Hardmax", 13, [np.array([np.nan, 0.0], F32)])[0], [0.0, 0.0])
     same(outputs("onnxruntime", "Hardmax", 13, [np.array([0.0, np.nan], F32)])[0], [1.0, 0.0])
     # GlobalMaxPool follows MaxPool in onnxrt (NaN among numbers ignored); onnxruntime
-    # returns the NaN when it comes last in a longer row
+    # returns the NaN when it comes last in a longer row, the reference when it comes first
     row = np.array([[[-0.0, 1.73, -1.18, np.nan]]], F32)
     same(outputs("onnxrt", "GlobalMaxPool", 1, [row])[0], [[[1.73]]])
     assert np.isnan(outputs("onnxruntime", "GlobalMaxPool", 1, [row])[0]).all()
+    first = np.array([[[[np.nan, 1.37, 0.26]]]], F32)
+    same(outputs("onnxrt", "GlobalMaxPool", 1, [first])[0], [[[[1.37]]]])
+    assert np.isnan(outputs("reference", "GlobalMaxPool", 1, [first])[0]).all()
     # MaxPool: onnxruntime returns the lowest float for a window of NaN, a value not in it;
     # the reference propagates a NaN only when it comes first in the window.
     pool = np.array([[[np.nan, 1.0, 2.0, np.nan, np.nan, np.nan]]], F32)
@@ -370,6 +419,17 @@ def test_max_with_nan():
     np.testing.assert_array_equal(got, [[[1.0, 2.0, np.nan]]])
     np.testing.assert_array_equal(outputs("onnxruntime", "MaxPool", 12, [pool], kernel_shape=[2], strides=[2])[0], [[[1.0, 2.0, FLT_LOWEST]]])
     np.testing.assert_array_equal(outputs("reference", "MaxPool", 12, [pool], kernel_shape=[2], strides=[2])[0], [[[np.nan, 2.0, np.nan]]])
+
+
+def test_reference_max_pool_indices_across_images():
+    # MaxPool's Indices "are computed as flatten 1-D tensor ... in [0, N x C x D1 x ... x Dn)":
+    # the second image's only value has index 1 (onnxruntime agrees); the reference restarts
+    # at 0 for every image.
+    x = np.array([[[0.8]], [[-1.4]]], F32)
+    got = outputs("onnxrt", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])
+    same(got[1], [[[0]], [[1]]], np.int64)
+    same(outputs("onnxruntime", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])[1], [[[0]], [[1]]], np.int64)
+    same(outputs("reference", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])[1], [[[0]], [[0]]], np.int64)
 
 
 def test_reference_lp_pool_drops_nan():
@@ -411,14 +471,17 @@ def test_reference_max_pool_same_lower():
 
 def test_reference_lp_pool_valid_dilated():
     # VALID: "ceil((input_spatial_shape[i] - {kernelSpatialShape} + 1) / strides_spatial_shape[i])"
-    # with the dilated kernel, 3 - 3 + 1 = 1 window {1, 3}. The reference's LpPool counts the
-    # undilated kernel (2 windows, the second one empty); its MaxPool does not.
+    # with the dilated kernel, 3 - 3 + 1 = 1 window {1, 3}. The reference's LpPool and
+    # AveragePool count the undilated kernel (2 windows, the second one empty); its MaxPool
+    # does not.
     x = np.array([[[[1.0], [2.0], [3.0]]]], F32)
     attrs = dict(kernel_shape=[2, 1], dilations=[2, 1], auto_pad="VALID")
     np.testing.assert_allclose(outputs("onnxrt", "LpPool", 18, [x], **attrs)[0], [[[[math.sqrt(10)]]]], rtol=1e-6)
     np.testing.assert_allclose(outputs("onnxruntime", "LpPool", 18, [x], **attrs)[0], [[[[math.sqrt(10)]]]], rtol=1e-6)
     np.testing.assert_allclose(outputs("reference", "LpPool", 18, [x], **attrs)[0], [[[[math.sqrt(10)], [0.0]]]], rtol=1e-6)
     same(outputs("reference", "MaxPool", 12, [x], **attrs)[0], [[[[3.0]]]])
+    same(outputs("onnxrt", "AveragePool", 19, [x], **attrs)[0], [[[[2.0]]]])
+    assert outputs("reference", "AveragePool", 19, [x], **attrs)[0].shape == (1, 1, 2, 1)
 
 
 def test_reference_lp_pool_ceil_mode():
@@ -507,6 +570,13 @@ def test_resize_integer_truncates():
     same(outputs("onnxrt", "Resize", 13, args, mode="linear")[0], [[[[3]]]])
     same(outputs("onnxruntime", "Resize", 13, args, mode="linear")[0], [[[[3]]]])
     same(outputs("reference", "Resize", 13, args, mode="linear")[0], [[[[4]]]])
+    # truncation also turns a rounding below an exact integer into one less: rows [2, 1] and
+    # [4, 4] at x_original = (0 + 0.5) / 0.6 - 0.5 = 1/3 give 2 + 2/3 and exactly 2; onnxrt
+    # gets 2, onnxruntime's float32 arithmetic lands below 2 and truncates to 1
+    y = np.array([[[[2, 1], [4, 4]]]], np.uint8)
+    args = [y, None, P(np.array([1, 1, 0.6, 1], F32))]
+    same(outputs("onnxrt", "Resize", 18, args, mode="linear")[0], [[[[2, 2]]]])
+    same(outputs("onnxruntime", "Resize", 18, args, mode="linear")[0], [[[[2, 1]]]])
 
 
 def test_resize_infinity_and_zero_weights():
@@ -531,12 +601,17 @@ def test_resize_infinity_and_zero_weights():
 
 def test_reference_quantize_infinity():
     # QuantizeLinear saturates: "saturate to [-128, 127]" for int8; +inf / scale rounds to +inf,
-    # which saturates to 127 (onnxruntime agrees). The reference casts inf to the lowest value.
+    # which saturates to 127 (onnxruntime agrees). The reference casts inf to the lowest value,
+    # whether x is infinite or the scale is 0.
     x = np.array([np.inf, -np.inf], F32)
     args = [x, np.array(1.0, F32), np.array(0, np.int8)]
     same(outputs("onnxrt", "QuantizeLinear", 13, args)[0], [127, -128])
     same(outputs("onnxruntime", "QuantizeLinear", 13, args)[0], [127, -128])
     same(outputs("reference", "QuantizeLinear", 13, args)[0], [-128, -128])
+    zero_scale = [np.array([-2.0, 1.75], F32), np.array(0.0, F32), np.array(0, np.int8)]
+    same(outputs("onnxrt", "QuantizeLinear", 13, zero_scale)[0], [-128, 127])
+    same(outputs("onnxruntime", "QuantizeLinear", 13, zero_scale)[0], [-128, 127])
+    same(outputs("reference", "QuantizeLinear", 13, zero_scale)[0], [-128, -128])
 
 
 def test_dropout_mask_before_12():
@@ -612,6 +687,36 @@ def test_onnxruntime_gather_strings():
     same(outputs("onnxruntime", "Gather", 13, [x, idx], axis=0)[0], np.array(["e", ""], dtype=object))
 
 
+def test_onnxruntime_sign_of_nan_float16():
+    # Sign defines 1, -1 and 0 for positive, negative and zero inputs; for NaN every runtime
+    # (onnxruntime's float and double kernels too) returns NaN but onnxruntime's float16 kernel,
+    # which returns 0.
+    x = np.array([np.nan, -2.0], np.float16)
+    np.testing.assert_array_equal(outputs("onnxrt", "Sign", 13, [x])[0], [np.nan, -1.0])
+    np.testing.assert_array_equal(outputs("onnxruntime", "Sign", 13, [x.astype(F32)])[0], [np.nan, -1.0])
+    same(outputs("onnxruntime", "Sign", 13, [x])[0], [0.0, -1.0])
+
+
+def test_onnxruntime_lrn_nan_spreads():
+    # LRN with size 1 reads each channel alone: a NaN in channel 0 cannot reach channel 1.
+    # onnxruntime's running sum over channels carries it along.
+    x = np.array([np.nan, -1.0], F32).reshape(1, 2, 1, 1)
+    got = outputs("onnxrt", "LRN", 13, [x], size=1)[0]
+    assert np.isnan(got[0, 0]).all()
+    np.testing.assert_allclose(got[0, 1], [[-1.0 / (1 + 1e-4) ** 0.75]], rtol=1e-6)  # x / (bias + alpha * x^2 / size)^beta
+    assert np.isnan(outputs("onnxruntime", "LRN", 13, [x], size=1)[0]).all()
+
+
+def test_onnxruntime_layer_norm_infinity():
+    # LayerNormalization's Mean is ReduceMean(X) in the function body: the mean of
+    # [-inf, -1, -3] is -inf. onnxruntime returns NaN.
+    x = np.array([[-np.inf, -1.0, -3.0]], F32)
+    args = [x, np.ones((1, 3), F32)]
+    assert outputs("onnxrt", "LayerNormalization", 17, args, n_out=2, axis=0)[1][0, 0] == -np.inf
+    assert outputs("reference", "LayerNormalization", 17, args, n_out=2, axis=0)[1][0, 0] == -np.inf
+    assert np.isnan(outputs("onnxruntime", "LayerNormalization", 17, args, n_out=2, axis=0)[1]).all()
+
+
 def test_onnxruntime_integer_reduce_log_sum_exp():
     # log(exp(-8) + exp(-20)) = -7.9999939, truncated to int32 like any float-to-int
     # conversion: -7. onnxruntime computes max + log(sum(exp(x - max))) with the sum kept in
@@ -647,6 +752,15 @@ def test_onnxruntime_resize_integer_length():
     same(outputs("onnxrt", "Resize", 11, [x, roi, scales], **kw)[0], [[[[1.0]]]])
     same(outputs("reference", "Resize", 11, [x, roi, scales], **kw)[0], [[[[1.0]]]])
     same(outputs("onnxruntime", "Resize", 11, [x, roi, scales], **kw)[0], [[[[-2.0]]]])
+    # sizes under keep_aspect_ratio_policy become one scale (min of sizes / in = 0.5 here):
+    # length_resized = 3 * 0.5 = 1.5 on the channel axis, x_original = 1 * 2 / 0.5 = 4 is
+    # outside the input (extrapolation_value 0); onnxruntime uses the output length 2 (x[2]).
+    y = np.array([3, 1, 0, -2, -2, -4], np.int8).reshape(1, 3, 1, 2)
+    args = [y, np.array([0, 0, 0, 0, 1, 1, 1, 1], F32), None, P(np.array([1, 3, 1, 1], np.int64))]
+    kw = dict(mode="nearest", coordinate_transformation_mode="tf_crop_and_resize", keep_aspect_ratio_policy="not_larger")
+    same(outputs("onnxrt", "Resize", 18, args, **kw)[0], np.array([3, 0], np.int8).reshape(1, 2, 1, 1))
+    same(outputs("reference", "Resize", 18, args, **kw)[0], np.array([3, 0], np.int8).reshape(1, 2, 1, 1))
+    same(outputs("onnxruntime", "Resize", 18, args, **kw)[0], np.array([3, -2], np.int8).reshape(1, 2, 1, 1))
 
 
 def test_onnxruntime_slice_backward_int_max():
