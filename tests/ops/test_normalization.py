@@ -610,3 +610,19 @@ def test_inputs_are_not_modified():
     lrn(x, 3)
     dropout(x, 0.5, True, seed=0)
     np.testing.assert_array_equal(x, before)
+
+
+def test_batch_normalization_infinite_scale_follows_the_formula():
+    # found by tests/fuzz: folding Y = X * a + (B - mean * a) with a = scale / sqrt(var + eps)
+    # infinite gives inf - inf = NaN; the spec's (X - mean) / sqrt(var + eps) * scale + B is +-inf
+    x = np.array([[-3.0, -2.75], [-2.5, 0.0]], np.float32)
+    scale = np.array([0.5, np.inf], np.float32)
+    bias = np.array([1.0, 2.0], np.float32)
+    mean = np.array([1.0, -2.5], np.float32)
+    var = np.array([1.0, 1.0], np.float32)
+    y = batch_normalization(x, scale, bias, mean, var, epsilon=0.0)
+    np.testing.assert_array_equal(y, [[-1.0, -np.inf], [-0.75, np.inf]])
+    assert y.dtype == np.float32
+    inputs = {"x": x, "s": scale, "b": bias, "m": mean, "v": var}
+    model = _model("BatchNormalization", inputs, {"epsilon": 0.0}, opset=15)
+    np.testing.assert_array_equal(run_onnxrt(model, _feeds(inputs))[0], y)

@@ -435,3 +435,15 @@ def test_same_pads_count_the_dilated_kernel(mode, auto_pad):
     x1 = np.array([[[0.82177013, -1.3812797, -2.754159]]])
     np.testing.assert_allclose(pool(x1, "lp", [2], dilations=[2], auto_pad="SAME_UPPER")[0, 0],
                                [1.3812797, np.hypot(0.82177013, 2.754159), 1.3812797], rtol=1e-7)
+
+
+def test_max_pool_window_of_nan_and_padding_is_nan():
+    # found by tests/fuzz: the separable fmax gave -inf for [pad, NaN] and NaN for [NaN, pad];
+    # a window whose values are all NaN is NaN wherever the padding sits, one holding -inf
+    # keeps it, one holding a number ignores the NaN
+    x = np.array([np.nan, 1.0, -np.inf, np.nan, -np.inf], np.float32).reshape(1, 1, 5)
+    y = pool(x, "max", [2], pads=[1, 1])
+    np.testing.assert_array_equal(y, [[[np.nan, 1.0, 1.0, -np.inf, -np.inf, -np.inf]]])
+    np.testing.assert_array_equal(pool(np.full((1, 1, 1), np.nan, np.float32), "max", [2], pads=[1, 1]), [[[np.nan, np.nan]]])
+    y2 = pool(np.full((1, 1, 2, 2), np.nan, np.float16), "max", [2, 2], pads=[1, 1, 0, 0])
+    assert y2.dtype == np.float16 and np.isnan(y2).all()

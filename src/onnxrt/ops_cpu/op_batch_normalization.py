@@ -62,6 +62,21 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool) -> np.nda
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
+def _apply_folded(x: np.ndarray, a: np.ndarray, b: np.ndarray, params: tuple, epsilon: float, spatial: bool) -> np.ndarray:
+    """``x * a + b``, or the spec's formula itself when the fold is not finite: an infinite
+    scale makes ``b = B - mean * a`` infinite and ``x * a + b`` inf - inf = NaN where
+    ``(x - mean) * a + B`` is +-inf (found by tests/fuzz)."""
+    if np.isfinite(a).all() and np.isfinite(b).all():
+        return _apply(x, a, b, spatial)
+    cdt = _compute_dtype(x.dtype)
+    scale, bias, mean, var = (np.asarray(_check_param(p, n, x, spatial)).astype(cdt) for p, n in zip(params, ("scale", "B", "mean", "var")))
+    shape = ((1, -1) + (1,) * (x.ndim - 2)) if spatial else (1,) + x.shape[1:]
+    scale, bias, mean, var = (p.reshape(shape) for p in (scale, bias, mean, var))
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = (x.astype(cdt) - mean) / np.sqrt(var + cdt.type(epsilon)) * scale + bias
+    return y.astype(x.dtype, copy=False)
+
+
 def batch_normalization(
     x: np.ndarray,
     scale: np.ndarray,
@@ -81,7 +96,7 @@ def batch_normalization(
     x = np.asarray(x)
     _check_rank(x)
     a, b = fold_statistics(x, scale, bias, mean, var, epsilon, spatial)
-    return _apply(x, a, b, spatial)
+    return _apply_folded(x, a, b, (scale, bias, mean, var), epsilon, spatial)
 
 
 def fold_statistics(
@@ -181,7 +196,7 @@ class BatchNormalization(OpRun):
             x = np.asarray(x)
             _check_rank(x)
             a, b = self._fold(x, (scale, B, mean, var))
-            return (_apply(x, a, b, self._spatial),)
+            return (_apply_folded(x, a, b, (scale, B, mean, var), self.epsilon, self._spatial),)
         res = batch_normalization_training(
             x, scale, B, mean, var, epsilon=self.epsilon, momentum=self.momentum, spatial=self._spatial
         )

@@ -308,6 +308,19 @@ def _max_with_indices(
     return best, index
 
 
+def _nan_only_windows(src: np.ndarray, part: np.ndarray, kernel, strides, dilations, pads_begin, out_shape) -> None:
+    """fmax drops NaN, so a window whose values are all NaN comes out as the identity -inf;
+    set those to NaN (found by tests/fuzz: [pad, NaN] gave -inf, [NaN, pad] NaN). Windows
+    already -inf are rare: only they pay for one more pass, over a 0/1/2 marker (nothing,
+    NaN, a number) whose maximum tells whether the window holds a number."""
+    lost = np.isneginf(part)
+    if not lost.any():
+        return
+    marker = np.where(np.isnan(src), src.dtype.type(1), src.dtype.type(2))
+    seen = _separable(marker, kernel, strides, dilations, pads_begin, out_shape, np.maximum, 0)
+    part[lost & (seen == 1)] = np.nan
+
+
 def pool(
     x: np.ndarray,
     mode: str,
@@ -377,6 +390,8 @@ def pool(
         if mode == "lp":  # |x|^p, then sums, then the p-th root
             src = np.abs(src) if pf == 1 else np.square(src) if pf == 2 else np.abs(src) ** cdt.type(pf)
         part = _separable(src, kernel, s, d, pb, out_shape, ufunc, identity, out=y[lo:hi])
+        if mode == "max" and cdt.kind == "f":
+            _nan_only_windows(src, part, kernel, s, d, pb, out_shape)
         if mode == "avg":
             np.multiply(part, scale, out=part)
         elif mode == "lp":
