@@ -151,6 +151,11 @@ def test_reference_unsqueeze_1_unsorted_axes():
     same(outputs("onnxrt", "Unsqueeze", 1, [x], axes=[1, 0])[0], [[[1.0, 2.0]]])
     same(outputs("reference", "Unsqueeze", 1, [x], axes=[1, 0])[0], [[[1.0], [2.0]]])
     same(outputs("onnxruntime", "Unsqueeze", 1, [x], axes=[1, 0])[0], [[[1.0, 2.0]]])
+    # Unsqueeze-11: a negative axis counts from the end of the output (rank 4): -3 is 1
+    y = np.ones((2, 1), F32)
+    assert outputs("onnxrt", "Unsqueeze", 11, [y], axes=[-3, 2])[0].shape == (2, 1, 1, 1)
+    assert outputs("onnxruntime", "Unsqueeze", 11, [y], axes=[-3, 2])[0].shape == (2, 1, 1, 1)
+    assert outputs("reference", "Unsqueeze", 11, [y], axes=[-3, 2])[0].shape == (1, 2, 1, 1)
 
 
 def test_reference_shape_end_below_rank():
@@ -303,6 +308,16 @@ def test_conv_transpose_output_shape_above_natural():
     same(outputs("onnxruntime", "ConvTranspose", 22, [x, w], **upper)[0], [[[1, 10, 0, 2, 20, 0, 0]]])
 
 
+def test_reference_conv_dilation_holes():
+    # A dilated kernel reads x[o + k * d]: with d = 2 the output reads x[0] and x[2], never
+    # x[1]. The reference multiplies a kernel widened with zeros, 0 * NaN = NaN.
+    x = np.array([[[1.0, np.nan, 4.0]]], F32)
+    w = np.array([[[1.0, 10.0]]], F32)
+    same(outputs("onnxrt", "Conv", 11, [x, w], dilations=[2])[0], [[[41.0]]])
+    same(outputs("onnxruntime", "Conv", 11, [x, w], dilations=[2])[0], [[[41.0]]])
+    assert np.isnan(outputs("reference", "Conv", 11, [x, w], dilations=[2])[0]).all()
+
+
 def test_reference_average_pool_1_counts_pads():
     # AveragePool-1 has no count_include_pad: "The output of each pooling window is divided by
     # the number of elements exclude pad" (count_include_pad, default 0, came at 7), for
@@ -409,6 +424,9 @@ def test_max_with_nan():
     row = np.array([[[-0.0, 1.73, -1.18, np.nan]]], F32)
     same(outputs("onnxrt", "GlobalMaxPool", 1, [row])[0], [[[1.73]]])
     assert np.isnan(outputs("onnxruntime", "GlobalMaxPool", 1, [row])[0]).all()
+    planes = np.array([1.37, 2.9, -2.4, -1.9, -1.7, np.nan, -np.inf, -0.8, np.nan, 2.57, -0.1, -1.8], F32).reshape(1, 1, 2, 2, 3)
+    same(outputs("onnxrt", "GlobalMaxPool", 1, [planes])[0], np.full((1, 1, 1, 1, 1), 2.9, F32))
+    same(outputs("onnxruntime", "GlobalMaxPool", 1, [planes])[0], np.full((1, 1, 1, 1, 1), 2.57, F32))  # not even the max
     first = np.array([[[[np.nan, 1.37, 0.26]]]], F32)
     same(outputs("onnxrt", "GlobalMaxPool", 1, [first])[0], [[[[1.37]]]])
     assert np.isnan(outputs("reference", "GlobalMaxPool", 1, [first])[0]).all()
@@ -493,6 +511,14 @@ def test_reference_lp_pool_ceil_mode():
     np.testing.assert_allclose(outputs("onnxrt", "LpPool", 18, [x], **attrs)[0], [[[math.sqrt(5), 3.0]]], rtol=1e-6)
     np.testing.assert_allclose(outputs("onnxruntime", "LpPool", 18, [x], **attrs)[0], [[[math.sqrt(5), 3.0]]], rtol=1e-6)
     np.testing.assert_allclose(outputs("reference", "LpPool", 18, [x], **attrs)[0], [[[math.sqrt(5), math.sqrt(18)]]], rtol=1e-6)
+    # AveragePool: with 2 pads at the beginning, windows of 3 and stride 3 over [0.8, -1.4],
+    # ceil_mode adds the window starting at the second value: averages 0.8 and -1.4 over the
+    # cells inside the input; the reference gives NaN and 0.8
+    y = np.array([[[[0.8], [-1.4]]]], F32)
+    avg = dict(kernel_shape=[3, 1], strides=[3, 1], pads=[2, 0, 0, 0], ceil_mode=1)
+    same(outputs("onnxrt", "AveragePool", 10, [y], **avg)[0], [[[[0.8], [-1.4]]]])
+    same(outputs("onnxruntime", "AveragePool", 10, [y], **avg)[0], [[[[0.8], [-1.4]]]])
+    np.testing.assert_array_equal(outputs("reference", "AveragePool", 10, [y], **avg)[0], np.array([[[[np.nan], [0.8]]]], F32))
 
 
 def test_reference_slice_backward_start_below():
@@ -528,6 +554,12 @@ def test_reference_lrn():
     want = (x / (1 + x * x)).astype(F32)
     np.testing.assert_allclose(outputs("onnxrt", "LRN", 13, [x], size=1, alpha=1.0, beta=1.0, bias=1.0)[0], want, rtol=1e-6)
     np.testing.assert_allclose(outputs("reference", "LRN", 13, [x], size=1, alpha=1.0, beta=1.0, bias=1.0)[0], [[[[0.5]], [[2.0]], [[3.0]]]])
+    # for doubles the reference goes through float32 on the way (a relative 1e-8 off)
+    y = np.array([[[[1.0956935, -1.84170629]]]], F64)
+    want = y / (1 + 0.5 / 3 * y * y) ** 0.75
+    np.testing.assert_allclose(outputs("onnxrt", "LRN", 13, [y], size=3, alpha=0.5)[0], want, rtol=1e-14)
+    ref = outputs("reference", "LRN", 13, [y], size=3, alpha=0.5)[0]
+    assert 1e-9 < np.abs(ref / want - 1).max() < 1e-6
 
 
 def test_reference_lp_normalization_l1():
@@ -577,6 +609,15 @@ def test_resize_integer_truncates():
     args = [y, None, P(np.array([1, 1, 0.6, 1], F32))]
     same(outputs("onnxrt", "Resize", 18, args, mode="linear")[0], [[[[2, 2]]]])
     same(outputs("onnxruntime", "Resize", 18, args, mode="linear")[0], [[[[2, 1]]]])
+    # antialias: the filtered values of this halving are exactly -0.5625 and -2.4375 (float32
+    # agrees everywhere); onnxrt truncates (0, -2), the reference rounds (-1, -2), onnxruntime's
+    # int8 antialias path returns (1, 0)
+    z = np.array([[[[3, 1, 0, -2], [-2, -4, -4, -4]]]], np.int8)
+    args = [z, None, P(np.array([1, 1, 0.5, 0.5], F32))]
+    np.testing.assert_array_equal(outputs("onnxrt", "Resize", 18, [z.astype(F32)] + args[1:], mode="linear", antialias=1)[0], [[[[-0.5625, -2.4375]]]])
+    same(outputs("onnxrt", "Resize", 18, args, mode="linear", antialias=1)[0], [[[[0, -2]]]])
+    same(outputs("reference", "Resize", 18, args, mode="linear", antialias=1)[0], [[[[-1, -2]]]])
+    same(outputs("onnxruntime", "Resize", 18, args, mode="linear", antialias=1)[0], [[[[1, 0]]]])
 
 
 def test_resize_infinity_and_zero_weights():
@@ -675,6 +716,21 @@ def test_onnxruntime_instance_norm_infinite_scale():
     same(outputs("onnxrt", "InstanceNormalization", 6, args)[0], [[[-np.inf, np.inf]]])
     same(outputs("reference", "InstanceNormalization", 6, args)[0], [[[-np.inf, np.inf]]])
     assert np.isnan(outputs("onnxruntime", "InstanceNormalization", 6, args)[0]).all()
+    # BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + B, folded the same way
+    bn = [np.array([[-2.0], [0.0]], F32), np.array([np.inf], F32), np.array([0.0], F32), np.array([-1.0], F32), np.array([1.0], F32)]
+    same(outputs("onnxrt", "BatchNormalization", 15, bn, epsilon=0.0)[0], [[-np.inf], [np.inf]])
+    same(outputs("reference", "BatchNormalization", 15, bn, epsilon=0.0)[0], [[-np.inf], [np.inf]])
+    assert np.isnan(outputs("onnxruntime", "BatchNormalization", 15, bn, epsilon=0.0)[0]).all()
+
+
+def test_onnxruntime_instance_norm_folding():
+    # One value per channel: x - mean = 0 and y = B exactly. onnxruntime computes
+    # x * a + (B - mean * a) with a = scale / sqrt(0 + 1e-5) = -1008, which cancels to 1e-4 off.
+    args = [np.array([[[3.3954961]]], F32), np.array([-3.1890612], F32), np.array([0.02671647], F32)]
+    same(outputs("onnxrt", "InstanceNormalization", 6, args)[0], [[[0.02671647]]])
+    same(outputs("reference", "InstanceNormalization", 6, args)[0], [[[0.02671647]]])
+    ort = outputs("onnxruntime", "InstanceNormalization", 6, args)[0]
+    assert 1e-5 < abs(float(ort[0, 0, 0]) - 0.02671647) < 1e-3
 
 
 def test_onnxruntime_gather_strings():
