@@ -689,15 +689,20 @@ def test_onnxruntime_shrink_float64_in_float32():
     same(outputs("onnxruntime", "Shrink", 9, [x], lambd=0.5)[0], [float(np.float32(1.1))])
 
 
-def test_onnxruntime_log_softmax_inf_float64():
+def test_onnxruntime_log_softmax_nonfinite_float64():
     # LogSoftmax-13's function body: X - max(X) = [-inf, NaN, -inf] (inf - inf), its exp
-    # [0, NaN, 0], Log(ReduceSum) = NaN, Y = (X - max) - NaN = NaN everywhere. onnxruntime's
-    # double kernel gives -inf beside the NaN (its float kernel gives NaN).
+    # [0, NaN, 0], Log(ReduceSum) = NaN, Y = (X - max) - NaN = NaN everywhere; a NaN in the
+    # row makes every step NaN too. onnxruntime's double kernel gives -inf beside the NaN for
+    # the infinity and finite values for the NaN (its float kernel gives NaN).
     x = np.array([[1.0, np.inf, 2.0]], F64)
     assert np.isnan(outputs("onnxrt", "LogSoftmax", 13, [x])[0]).all()
     assert np.isnan(outputs("reference", "LogSoftmax", 13, [x])[0]).all()
     np.testing.assert_array_equal(outputs("onnxruntime", "LogSoftmax", 13, [x])[0], [[-np.inf, np.nan, -np.inf]])
     assert np.isnan(outputs("onnxruntime", "LogSoftmax", 13, [x.astype(F32)])[0]).all()
+    y = np.array([[1.0, np.nan, 2.0]], F64)
+    assert np.isnan(outputs("onnxrt", "LogSoftmax", 13, [y])[0]).all()
+    ort = outputs("onnxruntime", "LogSoftmax", 13, [y])[0]
+    assert np.isfinite(ort[0, 0]) and np.isfinite(ort[0, 2])
 
 
 def test_onnxruntime_mvn_constant_group():
