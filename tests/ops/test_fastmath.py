@@ -11,6 +11,7 @@ import pytest
 import scipy.special as sp
 
 from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.ops_cpu import family_activation as fa
 
 from .test_elementwise import run
 
@@ -104,8 +105,9 @@ def test_gelu_accuracy_by_region():
 
 
 def test_gelu_tanh_accuracy():
+    # x / (1 + exp(-2u)), family_activation's float32 formula (no kernel needed)
     x = sweep(-9, 9)
-    y = fm.gelu_tanh(x)
+    y = fa._gelu_plain(x, "tanh")
     ref = _gelu_tanh64(x.astype(np.float64))
     e = ulps(y, ref)
     assert e[x >= -1].max() <= 3
@@ -130,19 +132,20 @@ def test_expm1_and_the_elus_within_their_bounds():
 
 
 def test_sigmoid_and_swish_follow_numpy_exp():
+    swish = fa._swish_plain
     # numpy's vectorised float32 exp is within 2 ulp; e / (1 + e) adds at most one step
     x = np.concatenate([sweep(-104, 100), np.float32([-87.3, -88.8, -95, -103.9, -104.5, 88.7, 88.8, 89])])
     xd = x.astype(np.float64)
     y = fm.sigmoid(x)
     assert ulps(y, 1.0 / (1.0 + np.exp(-xd))).max() <= 3  # the subnormal results included
     assert np.float32(np.exp(np.float32(-100))) == fm.sigmoid(np.float32([-100.0]))[0] > 0
-    sw = fm.swish(x)
+    sw = swish(x)
     ref = xd / (1.0 + np.exp(-xd))
     normal = x > -87  # below, exp(x) is subnormal and x * exp(x) has its absolute accuracy only
     assert ulps(sw[normal], ref[normal]).max() <= 4  # sigmoid's 3, times x
     assert np.abs(sw[~normal] - ref[~normal]).max() < 3e-43  # about |x| * 2**-149
     xs = sweep(-40, 40)
-    assert ulps(fm.swish(xs, 0.5), xs.astype(np.float64) / (1.0 + np.exp(-0.5 * xs.astype(np.float64)))).max() <= 4
+    assert ulps(swish(xs, 0.5), xs.astype(np.float64) / (1.0 + np.exp(-0.5 * xs.astype(np.float64)))).max() <= 4
 
 
 def test_softplus_and_mish():
@@ -155,7 +158,7 @@ def test_softplus_and_mish():
     y, w, w2 = np.empty_like(t), np.empty_like(t), np.empty_like(t)
     fm._log1p_01(t, y, w, w2)
     assert ulps(y, np.log1p(t.astype(np.float64))).max() <= 1
-    m = fm.mish(x)
+    m = fa._mish_plain(x)  # x n / (n + 2), family_activation's float32 formula
     with np.errstate(invalid="ignore"):
         ref = _mish64(xd)
     normal = x > -87  # as for swish: x * (subnormal exp(x)) below
@@ -183,20 +186,21 @@ def test_special_values():
     tiny_erf = np.float32(s[5:9].astype(np.float64) * 2 / math.sqrt(math.pi))
     _same(fm.erf(s), [-0.0, 0.0, 1, -1, np.nan, *tiny_erf, 1, -1])
     _same(fm.gelu(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 5e-46, -5e-46, 5e-41, -5e-41, 3.4e38, -0.0])
-    _same(fm.gelu_tanh(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 5e-46, -5e-46, 5e-41, -5e-41, 3.4e38, -0.0])
+    _same(fa._gelu_plain(s, "tanh"), [-0.0, 0.0, np.inf, np.nan, np.nan, 5e-46, -5e-46, 5e-41, -5e-41, 3.4e38, -0.0])
     _same(fm.expm1_neg(s), [-0.0, 0.0, 0.0, -1, np.nan, 0.0, -1e-45, 0.0, -1e-40, 0.0, -1])
     _same(fm.elu(s), [-0.0, 0.0, np.inf, -1, np.nan, 1e-45, -1e-45, 1e-40, -1e-40, 3.4e38, -1])
     # celu(-1e-45): x / alpha underflows to -0 in float32 (as in the plain formula), so +0
     _same(fm.celu(s, 2.0), [-0.0, 0.0, np.inf, -2, np.nan, 1e-45, 0.0, 1e-40, -1e-40, 3.4e38, -2])
     _same(fm.sigmoid(s), [0.5, 0.5, 1, 0, np.nan, 0.5, 0.5, 0.5, 0.5, 1, 0])
-    _same(fm.swish(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 5e-46, -5e-46, 5e-41, -5e-41, 3.4e38, -0.0])
+    _same(fa._swish_plain(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 5e-46, -5e-46, 5e-41, -5e-41, 3.4e38, -0.0])
     ln2 = math.log(2.0)
     _same(fm.softplus(s), [ln2, ln2, np.inf, 0, np.nan, ln2, ln2, ln2, ln2, 3.4e38, 0])
-    _same(fm.mish(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 1e-45, -1e-45, 6.0000001e-41, -6.0000001e-41, 3.4e38, -0.0])
-    # no warning leaks out of the kernels (overflowing exp, inf * 0)
-    with np.errstate(all="raise"):
-        for f in (fm.erf, fm.gelu, fm.gelu_tanh, fm.expm1_neg, fm.elu, fm.sigmoid, fm.swish, fm.softplus, fm.mish):
+    _same(fa._mish_plain(s), [-0.0, 0.0, np.inf, np.nan, np.nan, 1e-45, -1e-45, 6.0000001e-41, -6.0000001e-41, 3.4e38, -0.0])
+    # no warning leaks out of the kernels (overflowing exp, inf * 0; underflow is numpy's default 'ignore')
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        for f in (fm.erf, fm.gelu, fm.expm1_neg, fm.elu, fm.sigmoid, fm.softplus, fa._mish_plain, fa._swish_plain):
             f(s)
+        fa._gelu_plain(s, "tanh")
 
 
 def test_selu_special_values():
@@ -210,7 +214,7 @@ def test_selu_special_values():
 # chunks, layouts, inputs left alone
 # ---------------------------------------------------------------------------------------
 
-KERNELS = [fm.erf, fm.gelu, fm.gelu_tanh, fm.expm1_neg, fm.elu, fm.selu, fm.celu, fm.sigmoid, fm.swish, fm.softplus, fm.mish, fm.f32_to_f16]
+KERNELS = [fm.erf, fm.gelu, fm.expm1_neg, fm.elu, fm.selu, fm.celu, fm.sigmoid, fm.softplus, fm.f32_to_f16]
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.__name__)
@@ -303,7 +307,7 @@ def test_float32_to_float16_matches_numpy_bit_for_bit():
 # dispatch: the operators use the kernels from fm.MIN_SIZE elements on
 # ---------------------------------------------------------------------------------------
 
-N = fm.MIN_SIZE * 3 + 5
+N = fm.CAST_MIN_SIZE + 5  # above every kernel's threshold
 
 ENGINE_CASES = {
     # op -> (opset, attributes, float64 reference)
@@ -360,3 +364,28 @@ def test_cast_between_float32_and_float16_uses_the_bit_kernels():
     np.testing.assert_array_equal(h.view(np.uint16), _numpy_half(x))
     back = run("Cast", h, opset=21, to=1)
     np.testing.assert_array_equal(back.view(np.uint32), h.astype(np.float32).view(np.uint32))
+
+
+def _bits_equal(a, b):
+    nan = np.isnan(a)
+    assert np.array_equal(nan, np.isnan(b))
+    np.testing.assert_array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.2, 1.0, 0.0, -0.5, 1.5, 1e30, np.inf, np.nan])
+def test_leaky_relu_without_where_keeps_every_bit(alpha):
+    # max(alpha x, x) / min(alpha x, x) instead of np.where(x < 0, alpha x, x)
+    x = np.concatenate([np.random.default_rng(8).standard_normal(50_000) * 3, SPECIAL]).astype(F32)
+    with np.errstate(all="ignore"):
+        expected = np.where(x < 0, x * F32(alpha), x)
+        _bits_equal(fa._leaky_relu(x, alpha=alpha), expected)
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.2, 0.5), (1 / 6, 0.5), (1.0, 0.0), (-1.0, -0.0), (2.0, 1.0)])
+def test_hard_sigmoid_by_clip_keeps_every_bit(alpha, beta):
+    x = np.concatenate([np.random.default_rng(9).standard_normal(50_000) * 3, SPECIAL]).astype(F32)
+    with np.errstate(all="ignore"):
+        y = x * F32(alpha) + F32(beta)
+        expected = np.minimum(np.maximum(y, F32(0)), F32(1))
+        _bits_equal(fa._hard_sigmoid(x, alpha=alpha, beta=beta), expected)
+        _bits_equal(fa._hard_swish(x), np.minimum(np.maximum(x * F32(1 / 6) + F32(0.5), F32(0)), F32(1)) * x)

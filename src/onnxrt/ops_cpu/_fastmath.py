@@ -1,9 +1,8 @@
-"""Fast float32 kernels in numpy only: erf, Gelu, expm1-based activations, sigmoid family, softplus, mish, float16 casts."""
+"""Fast float32 kernels in numpy only: erf, Gelu, the ELUs (expm1), sigmoid, softplus (log1p), float32 <-> float16 casts."""
 
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,11 +12,12 @@ import scipy.special
 
 # How these kernels are fast without a compiled extension
 # -------------------------------------------------------
-# numpy runs one ufunc over a whole array at a time, at about 0.13 ms per 1e6 float32
-# elements for + - * / clip and the integer bit operations on this class of CPU, and about
-# 13 times that for np.exp (which numpy does vectorise for float32 on AVX2; np.log and
-# np.tanh too). What is slow is what numpy leaves to scalar libm or scipy: expm1, log1p,
-# logaddexp, scipy.special.erf (30-50 ns per element), and the float32 <-> float16 casts.
+# numpy runs one ufunc over a whole array at a time, at about 0.15 ms per 1e6 float32
+# elements for + - * / and the integer bit operations on this class of CPU (clip 0.2), and
+# about 10 times that for np.exp, which numpy vectorises for float32 on AVX2 (np.log and
+# np.tanh too): a reduction plus polynomial exp in numpy takes ~20 passes and loses to it.
+# What is slow is what numpy leaves to scalar libm or scipy: expm1, log1p, logaddexp,
+# scipy.special.erf (15-40 ns per element), and the float32 <-> float16 casts.
 # Each kernel below is therefore a short sequence of whole-chunk ufunc passes with out=
 # arguments (no temporaries), built on np.exp where an exponential is needed, with
 # minimax polynomials (scripts/fit_fastmath.py) evaluated by Horner's rule in float32
@@ -28,20 +28,26 @@ import scipy.special
 # 20x a plain pass): every element runs every branch on inputs clipped into the branch's
 # domain, and the branch results are merged exactly (see erf). Rare special values
 # (overflowing exp) are detected with one reduction per chunk and recomputed.
-# Measured accuracy against float64 references is in tests/ops/test_fastmath.py.
+# Measured accuracy against float64 references is in tests/ops/test_fastmath.py. Mish,
+# Swish and Gelu(approximate='tanh') need no kernel here: family_activation writes them
+# as one np.exp and a few passes (x n / (n + 2), x e / (1 + e), x / (1 + exp(-2u))).
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _f32 = np.float32
+_U32 = np.uint32
 
 #: elements per chunk: large enough that the ~1 us cost of each ufunc call stays small,
 #: small enough that a kernel's scratch buffers (3 or 4 of them) stay around 1 MiB each
 CHUNK = 1 << 18
-#: below this many elements the plain numpy / scipy call is cheaper (each fast kernel
-#: issues 15 to 55 ufunc calls per chunk)
+#: from this many elements on the kernels beat the plain numpy / scipy calls (each kernel
+#: issues 15 to 45 ufunc calls per chunk, about 1 us each): measured crossovers are about
+#: 2-4K elements for the ELUs and softplus, 8-16K for erf and Gelu (scipy's erf is fast on
+#: small arrays), 32-64K for the float16 casts
 MIN_SIZE = 4096
-_LITTLE = sys.byteorder == "little"
+ERF_MIN_SIZE = 1 << 14
+CAST_MIN_SIZE = 1 << 16
 
 
 def _coefs(*values: float) -> tuple[np.float32, ...]:
@@ -249,32 +255,6 @@ _MINUS_SQRT1_2 = _f32(-1.0 / math.sqrt(2.0))
 _GELU_SPLIT_BITS = np.int32(GELU_SPLIT.view(np.int32))
 
 
-def _gelu_tanh_chunk(x: np.ndarray, y: np.ndarray, b: np.ndarray) -> None:
-    # 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), -2u = x (A + B x^2)
-    np.multiply(x, x, out=b)
-    np.multiply(b, _GELU_TANH_B, out=b)
-    np.add(b, _GELU_TANH_A, out=b)
-    np.multiply(b, x, out=b)
-    np.exp(b, out=b)  # overflows to inf for x < -9.4: x / inf = -0, the formula's value
-    np.add(b, _f32(1.0), out=b)
-    np.divide(x, b, out=y)
-
-
-_GELU_TANH_A = _f32(-2.0 * math.sqrt(2.0 / math.pi))
-_GELU_TANH_B = _f32(-2.0 * math.sqrt(2.0 / math.pi) * 0.044715)
-
-
-def gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """Gelu (approximate='tanh') of a float32 array as x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-
-    The identity 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)) needs one np.exp and no tanh, and
-    does not cancel for negative x. Within 3 ulp for x >= -1; below, the four roundings
-    of exp's argument -2u make a relative error up to about |2u| * 1.7e-7 (6 ulp at -2,
-    13 at -3), where the float32 formula 0.5 x (1 + tanh u) cancels to nothing.
-    """
-    return _chunked(_gelu_tanh_chunk, x, 1)
-
-
 # -- expm1 and the exponential linear units ------------------------------------------------------
 
 
@@ -349,7 +329,7 @@ def celu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
     return _chunked(_elu_chunk, x, 3, _f32(alpha), None, _f32(alpha))
 
 
-# -- sigmoid family ------------------------------------------------------------------------------
+# -- sigmoid and softplus --------------------------------------------------------------------------
 
 
 def _sigmoid_chunk(x: np.ndarray, y: np.ndarray, e: np.ndarray) -> None:
@@ -373,23 +353,6 @@ def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     ``out`` may be ``x`` itself (a C-contiguous float32 array) for an in-place sigmoid.
     """
     return _chunked(_sigmoid_chunk, x, 1, out=out)
-
-
-def _swish_chunk(x: np.ndarray, y: np.ndarray, e: np.ndarray, alpha: np.float32) -> None:
-    # x sigmoid(alpha x), sigmoid as in _sigmoid_chunk
-    np.multiply(x, alpha, out=y)
-    np.exp(y, out=e)
-    np.add(e, _f32(1.0), out=y)
-    np.divide(e, y, out=y)
-    top = np.max(e)
-    if not top < _f32(np.inf):
-        y[np.isinf(e)] = _f32(1.0)
-    np.multiply(y, x, out=y)
-
-
-def swish(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
-    """Swish (SiLU for alpha = 1) of a float32 array: x sigmoid(alpha x), with :func:`sigmoid`'s formula."""
-    return _chunked(_swish_chunk, x, 1, _f32(alpha))
 
 
 def _softplus_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, w: np.ndarray, w2: np.ndarray) -> None:
@@ -428,61 +391,38 @@ def softplus(x: np.ndarray) -> np.ndarray:
     return _chunked(_softplus_chunk, x, 3)
 
 
-def _mish_chunk(x: np.ndarray, y: np.ndarray, e: np.ndarray, n: np.ndarray) -> None:
-    # tanh(log(1 + e)) = n / (n + 2) with n = e (e + 2), e = exp(x): no tanh, no log;
-    # above x = 20 the ratio is 1.0f, so the clip avoids overflow without changing results
-    np.clip(x, _f32(-np.inf), _f32(20.0), out=e)
-    np.exp(e, out=e)
-    np.add(e, _f32(2.0), out=n)
-    np.multiply(n, e, out=n)
-    np.add(n, _f32(2.0), out=e)
-    np.divide(n, e, out=n)  # <= 1: x * ratio cannot overflow
-    np.multiply(n, x, out=y)
-
-
-def mish(x: np.ndarray) -> np.ndarray:
-    """Mish of a float32 array: x tanh(softplus(x)) = x n / (n + 2), n = e^x (e^x + 2).
-
-    One np.exp and five cheap passes. No cancellation anywhere: for very negative x the
-    result is about x e^x with np.exp's error plus a few roundings. mish(+inf) = inf,
-    mish(-inf) = NaN (the formula's -inf * 0), mish(-0) = -0.
-    """
-    return _chunked(_mish_chunk, x, 2)
-
-
 # -- float32 <-> float16 ----------------------------------------------------------------------------
 
 
 def _to_f16_chunk(x: np.ndarray, h: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    np.bitwise_and(x.view(np.uint32), 0x7FFFFFFF, out=a)  # |x| bits
+    xi = x.view(np.uint32)
+    np.bitwise_and(xi, _U32(0x7FFFFFFF), out=a)  # |x| bits
     nan = a.max() > 0x7F800000
     # half subnormals (|x| < 2**-14): |x| + 0.5 rounds |x| to a multiple of 2**-24 (ties to
     # even, by the FPU); the low bits then hold |x| / 2**-24 in [0, 1024]
-    np.clip(a, 0, 0x38800000, out=b)
+    np.clip(a, _U32(0), _U32(0x38800000), out=b)  # numpy scalars: Python ints make clip 3x slower
     bf = b.view(np.float32)
     np.add(bf, _f32(0.5), out=bf)
     # half normals: drop 13 mantissa bits rounding to nearest even, rebias the exponent by
     # -112; |x| >= 65520 reaches 0x7C00 (inf) through the rounding carry, as IEEE says
-    np.clip(a, 0x38800000, 0x47800000, out=a)
-    np.right_shift(a, 13, out=c)
-    np.bitwise_and(c, 1, out=c)
+    np.clip(a, _U32(0x38800000), _U32(0x47800000), out=a)
+    np.right_shift(a, _U32(13), out=c)
+    np.bitwise_and(c, _U32(1), out=c)
     np.add(a, c, out=a)
-    np.add(a, (0x0FFF - 0x38000000) & 0xFFFFFFFF, out=a)
-    np.right_shift(a, 13, out=a)
+    np.add(a, _U32((0x0FFF - 0x38000000) & 0xFFFFFFFF), out=a)
+    # the sign goes to bit 28, which the shift brings to the half's bit 15
+    np.right_shift(xi, _U32(3), out=c)
+    np.bitwise_and(c, _U32(0x10000000), out=c)
+    np.add(a, c, out=a)
+    np.right_shift(a, _U32(13), out=a)
     # each path gives 0x400 on the other's range: sum them, minus 0x400 and 0.5's bits
+    # (the low 15 bits stay in [0, 0x7C00]: nothing reaches the sign)
     np.add(a, b, out=a)
-    np.subtract(a, 0x3F000400, out=a)
+    np.subtract(a, _U32(0x3F000400), out=a)
     np.copyto(h, a, casting="unsafe")
-    if _LITTLE:
-        np.bitwise_and(x.view(np.uint16)[1::2], 0x8000, out=c.view(np.uint16)[: h.size])
-        np.bitwise_or(h, c.view(np.uint16)[: h.size], out=h)
-    else:
-        np.right_shift(x.view(np.uint32), 16, out=c)
-        np.bitwise_and(c, 0x8000, out=c)
-        np.bitwise_or(h, c, out=h, casting="unsafe")
     if nan:  # NaN: sign | 0x7C00 | the top 10 payload bits (at least 1, to stay NaN), as numpy does
         idx = np.flatnonzero(np.isnan(x))
-        bits = x.view(np.uint32)[idx]
+        bits = xi[idx]
         payload = np.maximum((bits & 0x007FFFFF) >> 13, 1)
         h[idx] = ((bits >> 16) & 0x8000) | 0x7C00 | payload
 
@@ -527,7 +467,8 @@ def float_kernel(fast: Callable[..., np.ndarray | None], slow: Callable[..., np.
     and bfloat16 through float32, with the fast casts for float16), ``slow`` otherwise.
 
     ``fast(x32, **attributes)`` may return None to decline (an attribute value it does not
-    cover); ``slow(x, **attributes)`` handles every type.
+    cover); ``slow(x, **attributes)`` handles every type. Both compute the same function
+    within the kernels' stated accuracy, so results do not depend on the size beyond that.
     """
 
     def kernel(x: np.ndarray, **kw: Any) -> np.ndarray:

@@ -13,9 +13,9 @@ _F64 = np.dtype(np.float64)
 _INF32 = np.float32(np.inf)
 
 # Exp, Log and Tanh stay plain numpy calls: numpy vectorises float32 exp, log and tanh for
-# AVX2 itself (np.exp costs about 13 multiplications per element); _fastmath's reductions
-# and polynomials do not beat it. Erf and Sigmoid take _fastmath's kernels for float32
-# (float16 and bfloat16 through float32) from fm.MIN_SIZE elements on.
+# AVX2 itself (np.exp costs about 10 multiplications per element); a range reduction and
+# polynomial in numpy passes does not beat it. Erf takes _fastmath's kernel for float32
+# (float16 and bfloat16 through float32) from fm.ERF_MIN_SIZE elements on.
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
@@ -87,13 +87,14 @@ UNARY = [
     Spec("Atanh", np.arctanh, (9, 22)),
     # Erf 9 also allows integer types (T -> T): computed in float64 and truncated
     # toward zero like a C cast (onnxruntime implements no integer Erf to follow)
-    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(scipy.special.erf)), (9, 13)),
+    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(scipy.special.erf), fm.ERF_MIN_SIZE), (9, 13)),
     Spec("IsNaN", np.isnan, (9, 13, 20)),
     Spec("IsInf", _is_inf, (10, 20), with_attributes=True, prepare=_is_inf_attributes),
     Spec("Not", np.logical_not, (1,)),
     Spec("BitwiseNot", np.invert, (18,)),
     Spec("Relu", _relu, (1, 6, 13, 14)),
-    Spec("Sigmoid", fm.float_kernel(fm.sigmoid, _sigmoid), (1, 6, 13)),
+    # fm.sigmoid is _sigmoid's formula by chunks (no speed gain, bounded scratch memory); float16 gains the fast casts
+    Spec("Sigmoid", fm.float_kernel(fm.sigmoid, _sigmoid, fm.CAST_MIN_SIZE), (1, 6, 13)),
 ]
 
 build_family(UNARY, "unary", globals())

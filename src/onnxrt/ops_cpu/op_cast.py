@@ -201,7 +201,7 @@ def cast(
         src = x.dtype
     if src == dst:
         return x
-    if x.size >= fm.MIN_SIZE:
+    if x.size >= fm.CAST_MIN_SIZE:
         # numpy's float32 <-> float16 casts are scalar loops: integer arithmetic on the bits
         # gives the same bits (round to nearest even, overflow to inf, subnormals, NaN) 1.5-3x faster
         if src == _F32 and dst == _F16:
