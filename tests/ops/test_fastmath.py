@@ -87,6 +87,11 @@ def test_erf_within_one_ulp():
     # beyond 3.9192 erf rounds to 1.0f: exactly +-1
     big = np.abs(x) >= 3.9193
     np.testing.assert_array_equal(y[big], np.sign(x[big]))
+    # the exact merge of the branches needs both to give the same erf(1)
+    one = np.ones(1, F32)
+    small = one + one * np.polynomial.polynomial.polyval(one, np.array(fm.ERF_SMALL, F32)).astype(F32)
+    assert fm._ERF_AT_SPLIT == F32(sp.erf(1.0)) == fm.erf(one)[0]
+    assert abs(int(small.view(np.int32)[0]) - int(F32(sp.erf(1.0)).view(np.int32))) <= 1
 
 
 def test_gelu_accuracy_by_region():

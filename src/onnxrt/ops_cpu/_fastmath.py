@@ -86,7 +86,6 @@ _LN2_LO = _f32(1.428606765330187e-06)
 #: 1.5 * 2**23: adding it rounds a float32 of magnitude < 2**22 to an integer, kept in the low mantissa bits
 _ROUNDER = _f32(12582912.0)
 _EXPM1_LOW = _f32(-20.0)  # expm1(x) rounds to -1.0f from x = -17.33 on
-_EXP_OVERFLOW = 88.0  # np.exp(float32) is finite up to 88.72: inputs above are handled apart
 
 
 def _horner(coefs: tuple[np.float32, ...], t: np.ndarray, acc: np.ndarray) -> np.ndarray:
@@ -153,9 +152,10 @@ def _erf_chunk(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np
     np.multiply(c, y, out=c)
     np.add(c, y, out=c)
     # exact merge: where |x| <= 1 the large branch saw x = 1 and b == _ERF_AT_SPLIT, so
-    # c + (b - _ERF_AT_SPLIT) == c; where |x| > 1 the small branch gives c == _ERF_AT_SPLIT
-    # (both branches evaluate erf(1) to the same float) and b - c is exact (Sterbenz: both
-    # lie in [0.84, 1]), so the sum is b exactly
+    # c + (b - _ERF_AT_SPLIT) == c; where |x| > 1 the small branch gives c == erf(1) too
+    # (both tables give the correctly rounded erf(1), tested) and b - _ERF_AT_SPLIT is exact
+    # (Sterbenz: both lie in [0.84, 1]), so the sum is b exactly. With another CPU's np.exp
+    # making the two values of erf(1) differ, the large branch would be off by that ulp.
     np.subtract(b, _ERF_AT_SPLIT, out=b)
     np.add(c, b, out=y)
     # erf is odd: put the sign of x back (NaN keeps its sign, -0 gives -0)

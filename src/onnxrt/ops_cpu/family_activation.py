@@ -184,8 +184,6 @@ def _celu_fast(x: np.ndarray, alpha: float = 1.0) -> np.ndarray | None:
     return fm.celu(x, alpha) if _finite(alpha) and alpha > 0 else None
 
 
-
-
 @compute_in_float
 def _shrink(x: np.ndarray, bias: float = 0.0, lambd: float = 0.5) -> np.ndarray:
     # integer inputs are computed in float64 and truncated: onnxruntime gives
