@@ -207,6 +207,18 @@ def test_float8_fnuz_infinity_was_nan_before_cast_23(opset):
     np.testing.assert_array_equal(cast_run(x, TP.FLOAT8E4M3FN, opset=opset).astype(np.float32), [448, -448, 448])
 
 
+@pytest.mark.parametrize("opset", [19, 23])
+def test_float8_saturation_of_a_0d_input(opset):
+    # found by tests/fuzz: the clamp of a 0-d input gave a numpy scalar, which the FNUZ
+    # infinity rule could not write into
+    for to in (TP.FLOAT8E4M3FNUZ, TP.FLOAT8E5M2FNUZ, TP.FLOAT8E4M3FN):
+        y = cast_run(np.array(1e6, np.float32), to, opset=opset)
+        assert y.shape == () and y.dtype == np_dtype(to)
+        assert float(y) == float(ml_dtypes.finfo(np_dtype(to)).max)
+    y = cast_run(np.array(np.inf, np.float32), TP.FLOAT8E4M3FNUZ, opset=opset)
+    assert y.shape == () and (np.isnan(float(y)) if opset < 23 else float(y) == 240.0)
+
+
 def test_float8_between_float8_types_and_integers():
     x = np.array([1.0, 3.5, 57344.0, -20000.0], np.float32).astype(E5M2)
     np.testing.assert_array_equal(cast_run(x, TP.FLOAT8E4M3FN).astype(np.float32), [1.0, 3.5, 448, -448])

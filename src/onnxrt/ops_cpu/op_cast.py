@@ -131,7 +131,7 @@ def _saturate_float8(x: np.ndarray, dst: np.dtype, fnuz_inf_is_nan: bool) -> np.
     """
     v = x if x.dtype in (_F32, _F64, np.dtype(np.float16)) else x.astype(_F32)
     fmax = _FLOAT8_MAX[dst]
-    y = np.clip(v, -fmax, fmax)
+    y = np.asarray(np.clip(v, -fmax, fmax))  # a 0-d input gives a numpy scalar: keep an array
     if fnuz_inf_is_nan and dst in _FNUZ:
         y[np.isinf(v)] = np.nan
     return y.astype(dst)
