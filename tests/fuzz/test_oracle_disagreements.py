@@ -222,6 +222,12 @@ def test_reference_instance_norm_float16_statistics():
     np.testing.assert_allclose(outputs("onnxruntime", "InstanceNormalization", 6, args)[0].astype(F64), exact, rtol=2e-3, atol=2e-3)
     ref = outputs("reference", "InstanceNormalization", 6, args)[0].astype(F64)
     assert np.abs(ref - exact).max() > 0.05
+    # GroupNormalization-18 (its reference body does the same) over rows [-3.672, -3.867]
+    g = [np.array([[1.096, -1.842], [-3.672, -3.867]], np.float16), np.array([2.506], np.float16), np.array([3.303], np.float16)]
+    gd = g[0].astype(F64)
+    exact = 2.506 * (gd - gd.mean(axis=1, keepdims=True)) / np.sqrt(gd.var(axis=1, keepdims=True) + 1e-5) + 3.303
+    np.testing.assert_allclose(outputs("onnxrt", "GroupNormalization", 18, g, num_groups=1)[0].astype(F64), exact, rtol=2e-3, atol=2e-3)
+    assert np.abs(outputs("reference", "GroupNormalization", 18, g, num_groups=1)[0].astype(F64) - exact).max() > 0.2
 
 
 def test_reference_one_hot_recomputes_values():
@@ -240,12 +246,27 @@ def test_reference_one_hot_recomputes_values():
 
 
 def test_cast_bool_to_string():
-    # Cast does not say how a bool is written as a string; onnxrt follows onnxruntime ("1",
-    # "0", as the bool-to-number rule {1, 0}), the reference writes Python's "True"/"False".
+    # Cast does not say how a bool is written as a string or read from one; onnxrt follows
+    # onnxruntime ("1", "0", as the bool-to-number rule {1, 0}; "0" reads as the number 0,
+    # false), the reference writes Python's "True"/"False" and takes any non-empty string as
+    # true.
     x = np.array([True, False])
     same(outputs("onnxrt", "Cast", 13, [x], to=8)[0], np.array(["1", "0"], dtype=object))
     same(outputs("onnxruntime", "Cast", 13, [x], to=8)[0], np.array(["1", "0"], dtype=object))
     assert outputs("reference", "Cast", 13, [x], to=8)[0].tolist() == ["True", "False"]
+    s = np.array(["0", "1"], dtype=object)
+    same(outputs("onnxrt", "Cast", 13, [s], to=9)[0], [False, True])
+    same(outputs("onnxruntime", "Cast", 13, [s], to=9)[0], [False, True])
+    same(outputs("reference", "Cast", 13, [s], to=9)[0], [True, True])
+
+
+def test_reference_cast_fnuz_infinity():
+    # Cast 19's table (saturate=1): "Inf | FLT_MAX | NaN | FLT_MAX | NaN" for E4M3FN, E4M3FNUZ,
+    # E5M2, E5M2FNUZ: an infinity becomes NaN in the FNUZ types. The reference saturates it.
+    x = np.array([np.inf, 1e6], F32)
+    got = outputs("onnxrt", "Cast", 19, [x], to=18)[0]
+    assert np.isnan(float(got[0])) and float(got[1]) == 240.0
+    assert outputs("reference", "Cast", 19, [x], to=18)[0].astype(F32).tolist() == [240.0, 240.0]
 
 
 def test_reference_log_sum_exp_infinity():
@@ -351,6 +372,10 @@ def test_reference_quantize_16bit_division():
     same(outputs("reference", "QuantizeLinear", 21, args)[0], [100])
     same(outputs("onnxrt", "QuantizeLinear", 23, args)[0], [100])
     same(outputs("reference", "QuantizeLinear", 23, args)[0], [100])
+    # float16, with an infinity beside (which saturates to 127 in onnxrt, -128 in the reference)
+    h = [np.array([127.44, np.inf], np.float16), np.array(1.71, np.float16), np.array(0, np.int8)]
+    same(outputs("onnxrt", "QuantizeLinear", 19, h)[0], [75, 127])
+    same(outputs("reference", "QuantizeLinear", 19, h)[0], [74, -128])
 
 
 def test_pool_same_dilated():
@@ -500,6 +525,17 @@ def test_reference_lp_pool_valid_dilated():
     same(outputs("reference", "MaxPool", 12, [x], **attrs)[0], [[[[3.0]]]])
     same(outputs("onnxrt", "AveragePool", 19, [x], **attrs)[0], [[[[2.0]]]])
     assert outputs("reference", "AveragePool", 19, [x], **attrs)[0].shape == (1, 1, 2, 1)
+
+
+def test_reference_max_pool_valid_ceil_mode():
+    # VALID with ceil_mode=1: the spec gives the VALID length and ceil_mode separately;
+    # onnxrt follows onnxruntime, whose ceil_mode adds the window starting at the last
+    # value (2 windows of [0.8, -1.4, -2.8]); the reference keeps the VALID length 1.
+    x = np.array([[[0.8, -1.4, -2.8]]], F32)
+    attrs = dict(kernel_shape=[2], strides=[2], auto_pad="VALID", ceil_mode=1)
+    same(outputs("onnxrt", "MaxPool", 10, [x], **attrs)[0], [[[0.8, -2.8]]])
+    same(outputs("onnxruntime", "MaxPool", 10, [x], **attrs)[0], [[[0.8, -2.8]]])
+    same(outputs("reference", "MaxPool", 10, [x], **attrs)[0], [[[0.8]]])
 
 
 def test_reference_lp_pool_ceil_mode():
