@@ -99,7 +99,7 @@ def test_gelu_accuracy_by_region():
     y = fm.gelu(x)
     e = ulps(y, _gelu64(x.astype(np.float64)))
     assert e[x >= 0].max() <= 2
-    assert e[(x < 0) & (x >= -1)].max() <= 3
+    assert e[(x < 0) & (x >= -1)].max() <= 4
     assert e[(x < -1) & (x >= -3)].max() <= 14
     # further out the rounding of the exponent (~x^2/2) dominates: relative error ~ x^2 * 6e-8
     tail = x < -3
