@@ -447,3 +447,12 @@ def test_max_pool_window_of_nan_and_padding_is_nan():
     np.testing.assert_array_equal(pool(np.full((1, 1, 1), np.nan, np.float32), "max", [2], pads=[1, 1]), [[[np.nan, np.nan]]])
     y2 = pool(np.full((1, 1, 2, 2), np.nan, np.float16), "max", [2, 2], pads=[1, 1, 0, 0])
     assert y2.dtype == np.float16 and np.isnan(y2).all()
+
+
+def test_average_pool_window_wholly_in_padding():
+    # found by tests/fuzz: kernel 2 dilated by 2 over one value with a pad on each side reads
+    # only padding; onnxrt divided by a count of 0 (onnxruntime gives 0, the sum of nothing)
+    x = np.array([[[0.8]]], np.float32)
+    np.testing.assert_array_equal(pool(x, "avg", [2], dilations=[2], pads=[1, 1]), [[[0.0]]])
+    y = pool(np.array([[[0.8, 1.0]]], np.float32), "avg", [2], dilations=[3], pads=[2, 2])
+    np.testing.assert_allclose(y, [[[1.0, 0.0, 0.8]]])

@@ -240,7 +240,9 @@ def _inverse_counts(in_shape, kernel, strides, dilations, pads_begin, pads_end, 
     """1 / window count: a scalar when every window counts the same, else a read-only (1, 1, *O) array."""
     counts = _window_counts(in_shape, kernel, strides, dilations, pads_begin, pads_end, out_shape, include_pad)
     if all(bool((c == c[0]).all()) for c in counts):
-        return np.asarray(dtype.type(1.0 / prod(int(c[0]) for c in counts)))
+        # a window wholly in the padding (dilated kernels) averages nothing: its sum 0 stays 0,
+        # as onnxruntime returns (and as the uneven case below does)
+        return np.asarray(dtype.type(1.0 / max(prod(int(c[0]) for c in counts), 1)))
     nd = len(kernel)
     div = np.ones((1, 1) + (1,) * nd, np.float64)
     for i, c in enumerate(counts):
