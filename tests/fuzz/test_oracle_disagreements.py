@@ -475,6 +475,21 @@ def test_reference_max_pool_indices_across_images():
     same(outputs("reference", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])[1], [[[0]], [[0]]], np.int64)
 
 
+def test_pool_windows_wholly_in_padding():
+    # Kernel 2 dilated by 2 over one value with a pad on each side reads only padding. The
+    # spec has no value for such a window; onnxrt's max is that of an empty set as ReduceMax
+    # defines it (-inf) and its average is 0 as onnxruntime's; onnxruntime's max is the lowest
+    # float, the reference gives NaN for both.
+    x = np.array([[[0.8]]], F32)
+    attrs = dict(kernel_shape=[2], dilations=[2], pads=[1, 1])
+    same(outputs("onnxrt", "MaxPool", 10, [x], **attrs)[0], [[[-np.inf]]])
+    same(outputs("onnxruntime", "MaxPool", 10, [x], **attrs)[0], [[[FLT_LOWEST]]])
+    assert np.isnan(outputs("reference", "MaxPool", 10, [x], **attrs)[0]).all()
+    same(outputs("onnxrt", "AveragePool", 19, [x], **attrs)[0], [[[0.0]]])
+    same(outputs("onnxruntime", "AveragePool", 19, [x], **attrs)[0], [[[0.0]]])
+    assert np.isnan(outputs("reference", "AveragePool", 19, [x], **attrs)[0]).all()
+
+
 def test_reference_lp_pool_drops_nan():
     # LpPool: (sum |x|^p)^(1/p) over the window; a NaN makes it NaN (onnxruntime agrees), the
     # reference skips it.
