@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ._gen import F8, P, is_float
-from ._harness import Case, Deviation
+from ._harness import REJECTED, Case, Deviation
 
 # -- reading a case ------------------------------------------------------------------------
 
@@ -46,6 +46,9 @@ def _bad(g: np.ndarray, e: np.ndarray) -> np.ndarray:
     their type (NaN equals NaN, infinities must match); everywhere when the shapes differ."""
     if np.shape(g) != np.shape(e):
         return np.ones(np.shape(g), dtype=bool)
+    rejected = REJECTED.get((id(g), id(e)))
+    if rejected is not None:  # the harness's own verdict, with the operator's tolerance
+        return rejected
     gf, ef = _f64(g), _f64(e)
     eps = float(np.finfo(np.float32).eps) if not is_float(g.dtype) else float(ml_dtypes.finfo(g.dtype).eps)
     with np.errstate(invalid="ignore"):
@@ -277,7 +280,7 @@ def instance_norm_closer_to_formula(case: Case, feeds: dict, got: list, exp: lis
     tol = 8 * float(ml_dtypes.finfo(dt).eps) * np.maximum(1.0, np.abs(exact))
     g, e = _f64(got[0]), _f64(exp[0])
     bad = _bad(got[0], exp[0])
-    return bool((np.abs(g - exact) <= tol)[bad].all() and (np.abs(e - exact) > tol)[bad].all())
+    return bool((np.abs(g - exact) <= tol)[bad].all() and (~(np.abs(e - exact) <= tol))[bad].all())
 
 
 def clip_type_limits(case: Case, feeds: dict, got: list, exp: list) -> bool:
@@ -438,20 +441,37 @@ def batch_norm_9(case: Case, feeds: dict, got: list, exp: list) -> bool:
     return 9 <= case.opset < 14
 
 
+def _layer_normalized_exactly(case: Case) -> list[np.ndarray]:
+    """Y, Mean and InvStdDev of LayerNormalization in float64."""
+    ins = _inputs(case)
+    x = _f64(ins[0])
+    axis = _attr(case, "axis", -1) % x.ndim
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    inv = 1 / np.sqrt(x.var(axis=axes, keepdims=True) + _attr(case, "epsilon", 1e-5))
+    y = (x - mean) * inv * _f64(ins[1])
+    if len(ins) > 2 and ins[2] is not None:
+        y = y + _f64(ins[2])
+    return [y, mean, inv]
+
+
 def stats_in_input_type(case: Case, feeds: dict, got: list, exp: list) -> bool:
     """Mean and InvStdDev returned in X's type (the spec's U is the stash type, float32 by
-    default); the values agree at the precision of the narrower type (the reference computes
-    them in it)."""
+    default); the reference computes the statistics in that type too, so where its Y or its
+    statistics differ, onnxrt's must be within a rounding of the formula evaluated in float64."""
     x = _x(case)
     if len(got) < 2 or not _same_shapes(got, exp):
         return False
-    tol = 4 * float(ml_dtypes.finfo(x.dtype).eps) if x.dtype.itemsize < 4 else 1e-4
-    if not np.allclose(_f64(got[0]), _f64(exp[0]), rtol=tol, atol=tol, equal_nan=True):
+    if not all(e.dtype == x.dtype and g.dtype != x.dtype for g, e in zip(got[1:], exp[1:])):
         return False
-    return all(
-        e.dtype == x.dtype and g.dtype != x.dtype and np.allclose(_f64(g), _f64(e), rtol=tol, atol=tol, equal_nan=True)
-        for g, e in zip(got[1:], exp[1:])
-    )
+    tol = 8 * float(ml_dtypes.finfo(x.dtype).eps) if x.dtype.itemsize < 4 else 1e-5
+    with np.errstate(all="ignore"):
+        for g, e, exact in zip(got, exp, _layer_normalized_exactly(case)):
+            bad = ~np.isclose(_f64(g), _f64(e), rtol=tol, atol=tol, equal_nan=True)
+            close = np.isclose(_f64(g), exact, rtol=tol, atol=tol, equal_nan=True)
+            if not close[bad].all():
+                return False
+    return True
 
 
 def resize_integer_rounding(case: Case, feeds: dict, got: list, exp: list) -> bool:
