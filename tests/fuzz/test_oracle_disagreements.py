@@ -243,6 +243,9 @@ def test_reference_one_hot_recomputes_values():
     nan_on = [np.array([0, 5], np.int64), np.array(1, np.int64), np.array([-3.25, np.nan], F32)]
     np.testing.assert_array_equal(outputs("onnxrt", "OneHot", 11, nan_on)[0], [[np.nan], [-3.25]])
     np.testing.assert_array_equal(outputs("reference", "OneHot", 11, nan_on)[0], [[np.nan], [np.nan]])
+    inf_off = [np.array([0, 5], np.int64), np.array(1, np.int64), np.array([-np.inf, 1.5], F32)]
+    np.testing.assert_array_equal(outputs("onnxrt", "OneHot", 11, inf_off)[0], [[1.5], [-np.inf]])
+    assert np.isnan(outputs("reference", "OneHot", 11, inf_off)[0]).all()
 
 
 def test_cast_bool_to_string():
