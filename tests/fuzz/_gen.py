@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import ml_dtypes
@@ -57,19 +57,19 @@ def is_float(dtype: np.dtype) -> bool:
     return np.dtype(dtype).kind == "f" or np.dtype(dtype) in EXOTIC_FLOATS
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(op: str, opset: int, domain: str = "") -> onnx.defs.OpSchema:
     return onnx.defs.get_schema(op, opset, domain)
 
 
-@lru_cache(maxsize=None)
+@cache
 def since_versions(op: str, domain: str = "") -> tuple[int, ...]:
     return tuple(
         sorted(s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op and s.domain == domain)
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def allowed_types(op: str, opset: int, index: int, domain: str = "", output: bool = False) -> tuple[np.dtype, ...]:
     """Element types the schema (resolved at ``opset``) allows for input (or output) ``index``
     that the fuzzer can generate; the last formal parameter stands for variadic ones."""

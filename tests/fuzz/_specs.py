@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx
 from hypothesis import strategies as st
 
 from ._gen import (
-    BF16,
     BOOL,
     F8,
-    F16,
     F32,
     F64,
     FLOATS,
@@ -519,8 +517,8 @@ def gen_slice(g: Gen) -> Node:
         return Node([x], attrs)
     it = g.choice([I64, I32])
     if it == I32:
-        clip = lambda v: [max(min(i, 2**31 - 1), -(2**31)) for i in v]  # noqa: E731
-        starts, ends = clip(starts), clip(ends)
+        starts = [max(min(i, 2**31 - 1), -(2**31)) for i in starts]
+        ends = [max(min(i, 2**31 - 1), -(2**31)) for i in ends]
     ins: list[Any] = [x, P(np.array(starts, it)), P(np.array(ends, it))]
     give_axes = g.bool() or axes != list(range(len(axes)))
     ins.append(P(np.array(axes, it)) if give_axes else None)
@@ -725,7 +723,7 @@ def gen_depth_to_space(g: Gen) -> Node:
     attrs: dict[str, Any] = {"blocksize": b}
     if g.opset >= 11 and g.bool():
         attrs["mode"] = g.choice(["DCR", "CRD"])
-    return Node([g.array((n, c * b * b, h, w), dt)], attrs, )
+    return Node([g.array((n, c * b * b, h, w), dt)], attrs)
 
 
 def gen_space_to_depth(g: Gen) -> Node:
@@ -925,7 +923,7 @@ def _spatial(g: Gen, kernel: list[int], dil: list[int], pads: list[int]) -> list
 def gen_conv(g: Gen) -> Node:
     dt = g.dtype(0, FLOATS)
     nd = g.int(1, 3)
-    attrs, kernel, strides, dil, pads, auto_pad = _window(g, nd, pool=False)
+    attrs, kernel, _, dil, pads, _ = _window(g, nd, pool=False)
     group = g.int(1, 2)
     cin, cout = group * g.int(1, 2), group * g.int(1, 2)
     n = g.int(0, 2) if g.maybe() else g.int(1, 2)
@@ -984,7 +982,7 @@ def pool(kind: str) -> Callable[[Gen], Node]:
         dt = g.dtype(0, among)
         nd = g.int(1, 3)
         dil_ok = (kind == "max" and g.opset >= 10) or (kind != "max" and g.opset >= 19) or (kind == "lp" and g.opset >= 18)
-        attrs, kernel, strides, dil, pads, auto_pad = _window(g, nd, pool=True, dilations=dil_ok)
+        attrs, kernel, _, dil, pads, _ = _window(g, nd, pool=True, dilations=dil_ok)
         attrs["kernel_shape"] = kernel
         sp = _spatial(g, kernel, dil, pads)
         n_out = 1
@@ -1221,11 +1219,9 @@ def gen_resize(g: Gen) -> Node:
     full = axes if axes is not None else list(range(rank))
     roi = None
     if ctm == "tf_crop_and_resize":
-        n = len(full)
         starts = [g.choice([0.0, 0.25, 0.5]) if a in resized else 0.0 for a in full]
         ends = [g.choice([1.0, 0.75, 1.25]) if a in resized else 1.0 for a in full]
         roi = P(np.array(starts + ends, dtype=g.dtype(1, FLOATS)))
-        del n
     if use_sizes:
         sizes = [g.int(1, 7) if a in resized else shape[a] for a in full]
         if g.opset >= 18 and len(resized) > 1 and g.bool():
@@ -1400,5 +1396,3 @@ SPECS += [
 _ids = [s.id for s in SPECS]
 if len(_ids) != len(set(_ids)):  # pragma: no cover  (a table typo)
     raise RuntimeError(f"duplicate fuzz spec ids: {sorted(i for i in _ids if _ids.count(i) > 1)}")
-
-__all__ = ["SPECS", "OpSpec", "LATEST", "BF16", "F16", "F32", "F64", "math"]
