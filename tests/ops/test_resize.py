@@ -452,3 +452,15 @@ def test_empty_output():
 def test_errors(kwargs, message):
     with pytest.raises(KernelError, match=message):
         resize(np.ones((2, 2), np.float32), **kwargs)
+
+
+def test_extrapolation_value_outside_an_integer_type_saturates():
+    # found by tests/fuzz: tf_crop_and_resize wrote extrapolation_value -1 into a uint8 tensor
+    # and failed; the value is converted like an interpolated one (saturated, truncated)
+    x = np.array([[[[4, 3]]]], np.uint8)
+    roi = np.array([0, 0, 0, 0, 1, 1, 1, 1.25], np.float32)
+    for value, want in ((-1.0, 0), (300.0, 255), (7.0, 7)):
+        y = resize(x, roi=roi, scales=np.array([1, 1, 1, 1], np.float32), mode="linear",
+                   coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=value)
+        assert y.dtype == np.uint8
+        np.testing.assert_array_equal(y, [[[[4, want]]]])

@@ -564,11 +564,16 @@ def resize(
         for ax in order:
             y = _apply_blocks(y, ax, plans[ax])
         y = _to_output(y, x.dtype)
+    fill = None
     for ax, plan in plans.items():
         if plan.outside is not None:
             if not y.flags.writeable:
                 y = y.copy()
-            y[(slice(None),) * ax + (plan.outside,)] = extrapolation_value
+            if fill is None:
+                # the value converted like an interpolated one: an integer output saturates
+                # (-1 or 300 in uint8 are 0 and 255, as onnx.reference; found by tests/fuzz)
+                fill = _to_output(np.asarray([extrapolation_value], dtype=np.float64), y.dtype)[0]
+            y[(slice(None),) * ax + (plan.outside,)] = fill
     return y
 
 
