@@ -174,6 +174,11 @@ def test_reference_clip_omitted_bounds():
     same(outputs("onnxrt", "Clip", 13, [x])[0], [FLT_LOWEST, 1.0, -FLT_LOWEST])
     same(outputs("onnxruntime", "Clip", 13, [x])[0], [FLT_LOWEST, 1.0, -FLT_LOWEST])
     same(outputs("reference", "Clip", 13, [x])[0], [-np.inf, 1.0, np.inf])
+    # onnxruntime's float16 kernel of Clip-11 leaves them too (its Clip-12 and later clamp)
+    h = x.astype(np.float16)
+    same(outputs("onnxrt", "Clip", 11, [h])[0], [-65504.0, 1.0, 65504.0])
+    same(outputs("onnxruntime", "Clip", 11, [h])[0], [-np.inf, 1.0, np.inf])
+    same(outputs("onnxruntime", "Clip", 12, [h])[0], [-65504.0, 1.0, 65504.0])
 
 
 def test_reference_zero_of_strings():
@@ -198,6 +203,9 @@ def test_reference_prelu_nan_slope():
     np.testing.assert_array_equal(outputs("onnxrt", "PRelu", 16, [x, slope])[0], [0.0, 1.0, np.nan])
     np.testing.assert_array_equal(outputs("onnxruntime", "PRelu", 16, [x, slope])[0], [0.0, 1.0, np.nan])
     np.testing.assert_array_equal(outputs("reference", "PRelu", 16, [x, slope])[0], [np.nan, 1.0, np.nan])
+    inf_slope = [np.array([0.0, -1.0], F32), np.array([np.inf, np.inf], F32)]
+    same(outputs("onnxrt", "PRelu", 16, inf_slope)[0], [0.0, -np.inf])
+    np.testing.assert_array_equal(outputs("reference", "PRelu", 16, inf_slope)[0], [np.nan, -np.inf])
 
 
 def test_reference_average_pool_drops_nan():
@@ -434,6 +442,9 @@ def test_max_with_nan():
         assert (np.isnan(got) if np.isnan(ort) else got == ort).all()
     same(outputs("onnxrt", "ArgMax", 13, [np.array([1, np.nan, 2], F32)])[0], [1], np.int64)
     same(outputs("onnxruntime", "ArgMax", 13, [np.array([1, np.nan, 2], F32)])[0], [2], np.int64)
+    lse = np.array([[3.5, np.inf, np.nan]], F32)  # log(sum(exp(x))) of a NaN is NaN
+    assert np.isnan(outputs("onnxrt", "ReduceLogSumExp", 18, [lse])[0]).all()
+    same(outputs("onnxruntime", "ReduceLogSumExp", 18, [lse])[0], [[np.inf]])
     scatter = [np.array([np.nan, 1], F32), P(np.array([[0], [1]])), np.array([1, np.nan], F32)]
     assert np.isnan(outputs("onnxrt", "ScatterND", 18, scatter, reduction="max")[0]).all()
     ort = outputs("onnxruntime", "ScatterND", 18, scatter, reduction="max")[0]
@@ -876,6 +887,20 @@ def test_onnxruntime_resize_integer_length():
     same(outputs("onnxrt", "Resize", 18, args, **kw)[0], np.array([3, 0], np.int8).reshape(1, 2, 1, 1))
     same(outputs("reference", "Resize", 18, args, **kw)[0], np.array([3, 0], np.int8).reshape(1, 2, 1, 1))
     same(outputs("onnxruntime", "Resize", 18, args, **kw)[0], np.array([3, -2], np.int8).reshape(1, 2, 1, 1))
+
+
+def test_onnxruntime_resize_roi_ignored():
+    # tf_crop_and_resize: x_original = start_x * (length_original - 1) + x_resized * (end_x -
+    # start_x) * (length_original - 1) / (length_resized - 1): roi [0.25, 0.75] on [1, -2, 4]
+    # samples 0.5, 1, 1.5 -> -0.5, -2, 1 (the reference agrees). onnxruntime returns the
+    # uncropped axis.
+    x = np.array([[[[1.0, -2.0, 4.0]]]], F32)
+    roi = P(np.array([0, 0, 0, 0.25, 1, 1, 1, 0.75], F32))
+    args = [x, roi, P(np.array([1, 1, 1, 1], F32))]
+    kw = dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize")
+    same(outputs("onnxrt", "Resize", 13, args, **kw)[0], [[[[-0.5, -2.0, 1.0]]]])
+    same(outputs("reference", "Resize", 13, args, **kw)[0], [[[[-0.5, -2.0, 1.0]]]])
+    same(outputs("onnxruntime", "Resize", 13, args, **kw)[0], [[[[1.0, -2.0, 4.0]]]])
 
 
 def test_onnxruntime_slice_backward_int_max():
