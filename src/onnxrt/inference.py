@@ -14,7 +14,7 @@ from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from ._memory import tune_malloc
-from .parallel import blas_threads
+from .parallel import blas_threads, limit_threads
 from .model import check_versions, load_model
 from .plan import Plan, Step, optimization_level
 
@@ -191,8 +191,8 @@ class OnnxInference:
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
         proto, found_dir = load_model(model)
         base_dir = found_dir or base_dir
-        #: SessionOptions.intra_op_num_threads > 0 also caps BLAS's threads during runs
-        self._blas_threads = int(getattr(options, "intra_op_num_threads", 0) or 0)
+        #: SessionOptions.intra_op_num_threads > 0 caps the kernel thread pool during runs
+        self._threads = int(getattr(options, "intra_op_num_threads", 0) or 0) or None
         self.model: onnx.ModelProto = proto
         self.base_dir = base_dir
         self.options = options
@@ -262,22 +262,17 @@ class OnnxInference:
         feeds = self.validate_feeds(inputs)
         # numpy's floating-point warnings (0/0, overflow) are results the spec defines, not
         # user errors: onnxrt, like onnxruntime, computes them silently
-        with np.errstate(all="ignore"):
-            if self._blas_threads:
-                with blas_threads(self._blas_threads):
-                    return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
+        # BLAS runs single-threaded; large kernels split over onnxrt's own pool (onnxrt.parallel),
+        # which SessionOptions.intra_op_num_threads caps
+        with np.errstate(all="ignore"), blas_threads(1), limit_threads(self._threads):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
         feeds = self.validate_feeds(inputs)
-        with np.errstate(all="ignore"):
-            if self._blas_threads:
-                with blas_threads(self._blas_threads):
-                    values = self.plan.run_dict(feeds)
-            else:
-                values = self.plan.run_dict(feeds)
+        with np.errstate(all="ignore"), blas_threads(1), limit_threads(self._threads):
+            values = self.plan.run_dict(feeds)
         out = []
         for s in self.plan._output_slots:
             v = values[s]

@@ -76,21 +76,42 @@ def test_returned_arrays_are_not_reused_by_later_runs():
         np.testing.assert_array_equal(a, b)
 
 
-def test_intra_op_threads_caps_blas_during_runs():
+def test_runs_use_single_threaded_blas_and_restore_it():
+    """BLAS is single-threaded inside runs (onnxrt's pool splits large products) and the
+    library's own setting comes back afterwards, also with runs on several threads."""
     from threadpoolctl import threadpool_info
 
-    from onnxrt import parallel
+    def blas():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
     seen = []
 
     def probe(st, args, res, dt):
-        seen.append(max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1))
+        seen.append(max(blas(), default=1))
 
     opts = onnxrt.SessionOptions()
     opts.intra_op_num_threads = 1
     oinf = onnxrt.OnnxInference(demo_model_path(), opts)
-    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    before = blas()
     oinf.run(_feeds(0), trace=probe)
     assert seen and max(seen) == 1
-    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
-    assert parallel._BLAS_CONTROLLER is not None
+    assert blas() == before
+    sess = onnxrt.InferenceSession(demo_model_path())
+    threads = [threading.Thread(target=lambda: [sess.run(None, _feeds(1)) for _ in range(20)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert blas() == before
+
+
+def test_parallel_matmul_equals_numpy():
+    from onnxrt import parallel
+
+    rng = np.random.default_rng(0)
+    for sa, sb in [((64, 576), (576, 3136)), ((2, 3, 64, 20), (20, 3000)), ((300, 70), (70,)), ((5, 7), (7, 3)), ((4, 1, 33, 40), (3, 40, 700))]:
+        a = rng.standard_normal(sa).astype(np.float32)
+        b = rng.standard_normal(sb).astype(np.float32)
+        got, want = parallel.matmul(a, b), np.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)

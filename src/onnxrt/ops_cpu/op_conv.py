@@ -27,6 +27,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
+from ..parallel import matmul
 from ._op import OpRun
 
 #: bytes of im2col columns built at once; larger batches are processed in chunks of images
@@ -89,11 +90,11 @@ def conv_core(
         if group == 1:
             w2 = w.reshape(m_out, n_ch)
             if n_img == 1:
-                y = w2 @ xs.reshape(n_ch, npix)
+                y = matmul(w2, xs.reshape(n_ch, npix))
             else:
-                y = np.matmul(w2, xs.reshape(n_img, n_ch, npix))
+                y = matmul(w2, xs.reshape(n_img, n_ch, npix))
         else:
-            y = np.matmul(w.reshape(group, mg, cg), xs.reshape(n_img, group, cg, npix))
+            y = matmul(w.reshape(group, mg, cg), xs.reshape(n_img, group, cg, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
 
     # the depthwise path skips the taps that fall in the padding; an infinite weight must meet
@@ -127,9 +128,9 @@ def conv_core(
         col = scratch("conv_col", (n_img, n_ch * kp, npix), dtype)
         fill(0, n_img, col)
         if group == 1:
-            y = w2 @ col[0] if n_img == 1 else np.matmul(w2, col)
+            y = matmul(w2, col[0] if n_img == 1 else col)
         else:
-            y = np.matmul(w2, col.reshape(n_img, group, cg * kp, npix))
+            y = matmul(w2, col.reshape(n_img, group, cg * kp, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
     y = np.empty((n_img, group, mg, npix) if group > 1 else (n_img, m_out, npix), dtype)
     for start in range(0, n_img, chunk):
@@ -137,9 +138,9 @@ def conv_core(
         col = scratch("conv_col", (stop - start, n_ch * kp, npix), dtype)
         fill(start, stop, col)
         if group == 1:
-            np.matmul(w2, col, out=y[start:stop])
+            matmul(w2, col, out=y[start:stop])
         else:
-            np.matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
+            matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
 
 

@@ -23,6 +23,7 @@ from ._conv_common import (
     spatial_attr,
     to_output,
 )
+from ..parallel import matmul
 from ._op import OpRun
 
 
@@ -108,7 +109,7 @@ def conv_transpose_core(
 
     wt = w.reshape(group, cg, mg * kp).transpose(0, 2, 1)  # (g, Mg*Kp, Cg): BLAS reads it transposed
     col = scratch("convT_col", (n_img, group, mg * kp, npix), dtype)
-    np.matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
+    matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
     col = col.reshape((n_img, m_out) + tuple(kernel) + tuple(spatial))
 
     if all(s == 1 for s in strides):

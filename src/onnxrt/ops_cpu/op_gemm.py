@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
+from ..parallel import matmul
 from ._op import OpRun
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -68,7 +69,7 @@ def gemm(
             at = at * work.type(alpha)
         else:
             bt = bt * work.type(alpha)
-    y = np.matmul(at, bt)
+    y = matmul(at, bt)
     if c is not None and beta != 0.0:
         cw = c if c.dtype == work else c.astype(work)
         if beta == 1.0:
@@ -91,7 +92,7 @@ class Gemm(OpRun):
 
     def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
         if self._plain and a.dtype in _BLAS and a.ndim == 2 and b.ndim == 2 and b.dtype == a.dtype:
-            y = np.matmul(a.T if self.transA else a, b.T if self.transB else b)
+            y = matmul(a.T if self.transA else a, b.T if self.transB else b)
             if c is not None:
                 y += c  # C broadcasts to [M, N] (a C that would grow Y fails here, as it must)
             return (y,)

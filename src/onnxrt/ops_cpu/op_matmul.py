@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
+from ..parallel import matmul as parallel_matmul
 from ._op import OpRun
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -25,9 +26,11 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise KernelError(f"MatMul operands must have rank >= 1, got shapes {list(a.shape)} and {list(b.shape)}.")
     dtype = a.dtype
     try:
-        if dtype in _BLAS or dtype.kind in "iu":
+        if dtype in _BLAS:
+            return parallel_matmul(a, b)
+        if dtype.kind in "iu":
             return np.matmul(a, b)
-        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(dtype)
+        return parallel_matmul(a.astype(np.float32), b.astype(np.float32)).astype(dtype)
     except ValueError as e:
         raise _shapes_error(a, b) from e
 
