@@ -487,6 +487,11 @@ def test_reference_max_pool_indices_across_images():
     same(got[1], [[[0]], [[1]]], np.int64)
     same(outputs("onnxruntime", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])[1], [[[0]], [[1]]], np.int64)
     same(outputs("reference", "MaxPool", 8, [x], n_out=2, kernel_shape=[1])[1], [[[0]], [[0]]], np.int64)
+    # three spatial axes (1, 2, 3): the maximum at (0, 1, 1) is flat index 0*6 + 1*3 + 1 = 4
+    y = np.array([0.8, -1.4, -2.8, -2.9, 1.9, 2.5], F32).reshape(1, 1, 1, 2, 3)
+    same(outputs("onnxrt", "MaxPool", 10, [y], n_out=2, kernel_shape=[1, 2, 1])[1], [[[[[0, 4, 5]]]]], np.int64)
+    same(outputs("onnxruntime", "MaxPool", 10, [y], n_out=2, kernel_shape=[1, 2, 1])[1], [[[[[0, 4, 5]]]]], np.int64)
+    same(outputs("reference", "MaxPool", 10, [y], n_out=2, kernel_shape=[1, 2, 1])[1], [[[[[0, 2, 3]]]]], np.int64)
 
 
 def test_pool_windows_wholly_in_padding():
