@@ -302,6 +302,11 @@ def test_reference_max_pool_asymmetric_pads():
     y = np.array([[[0.8, -1.4]]], F32)
     same(outputs("onnxrt", "MaxPool", 1, [y], kernel_shape=[2], pads=[0, 1])[0], [[[0.8, -1.4]]])
     same(outputs("reference", "MaxPool", 1, [y], kernel_shape=[2], pads=[0, 1])[0], [[[0.8]]])
+    # symmetric pads fare no better: an empty batch gets 1 window instead of 2 + 2 - 2 + 1 = 3
+    e = np.zeros((0, 1, 2), F32)
+    assert outputs("onnxrt", "MaxPool", 10, [e], kernel_shape=[2], pads=[1, 1])[0].shape == (0, 1, 3)
+    assert outputs("onnxruntime", "MaxPool", 10, [e], kernel_shape=[2], pads=[1, 1])[0].shape == (0, 1, 3)
+    assert outputs("reference", "MaxPool", 10, [e], kernel_shape=[2], pads=[1, 1])[0].shape == (0, 1, 1)
 
 
 def test_reference_det_float64():
@@ -601,6 +606,18 @@ def test_reference_slice_backward_start_below():
     same(outputs("onnxrt", "Slice", 13, args)[0], [0.0])
     same(outputs("onnxruntime", "Slice", 13, args)[0], [0.0])
     same(outputs("reference", "Slice", 13, args)[0], np.zeros(0, F32))
+
+
+def test_reference_resize_nearest_float64_coordinates():
+    # nearest, half_pixel, floor, scale 0.6 over 4 values: output 1 reads x_original =
+    # (1 + 0.5) / 0.6 - 0.5 = 2 -> x[2]. onnxrt computes the coordinate in float32 as
+    # onnxruntime does (1.5f / 0.6f is 2.5f); the reference divides in float64 by the float32
+    # scale 0.60000002, lands on 1.9999999 and floors it to x[1]. The spec's scale is 0.6.
+    x = np.array([1.1, -1.8, -3.7, -3.9], F32)
+    args = [x, None, P(np.array([0.6], F32))]
+    same(outputs("onnxrt", "Resize", 13, args, mode="nearest", nearest_mode="floor")[0], [1.1, -3.7])
+    same(outputs("onnxruntime", "Resize", 13, args, mode="nearest", nearest_mode="floor")[0], [1.1, -3.7])
+    same(outputs("reference", "Resize", 13, args, mode="nearest", nearest_mode="floor")[0], [1.1, -1.8])
 
 
 def test_reference_resize_pytorch_half_pixel_to_one():
