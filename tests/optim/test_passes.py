@@ -236,3 +236,47 @@ def test_intermediate_values_come_from_the_graph_as_written():
     full = oinf.run({"x": x}, intermediate=True)
     np.testing.assert_allclose(np.maximum(full["c"], 0), full["y"], rtol=1e-6)
     assert [st.op_type for st in oinf.plan.steps] == ["FusedConv"]
+
+
+def test_batchnorm_then_per_channel_mul_add_fold_into_its_scale_and_bias():
+    rng = np.random.default_rng(6)
+    c = 5
+    inits = [
+        ("scale", rng.uniform(0.5, 2, c).astype(np.float32)),
+        ("bias", rng.standard_normal(c).astype(np.float32)),
+        ("mean", rng.standard_normal(c).astype(np.float32)),
+        ("var", rng.uniform(0.5, 2, c).astype(np.float32)),
+        ("k", rng.standard_normal((c, 1, 1)).astype(np.float32)),
+        ("a", rng.standard_normal((1, c, 1, 1)).astype(np.float32)),
+    ]
+    model = _model(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),  # not a Conv: the batch norm stays
+            helper.make_node("BatchNormalization", ["r", "scale", "bias", "mean", "var"], ["bn"]),
+            helper.make_node("Mul", ["bn", "k"], ["m"]),
+            helper.make_node("Add", ["a", "m"], ["y"]),
+        ],
+        [("x", F, [2, c, 4, 3])],
+        [("y", F, [2, c, 4, 3])],
+        inits,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((2, c, 4, 3)).astype(np.float32)}, rtol=1e-5, atol=1e-5)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Relu", "BatchNormalization"]
+    assert "fold_bn_affine" in s[L.ORT_ENABLE_ALL].engine.plan.applied_passes
+
+
+def test_training_batchnorm_of_opset_6_is_not_folded():
+    rng = np.random.default_rng(7)
+    inits = _conv_inits(rng) + [(n, rng.uniform(0.5, 2, 4).astype(np.float32)) for n in ("scale", "bias", "mean", "var")]
+    model = _model(
+        [
+            helper.make_node("Conv", ["x", "W", "B"], ["c"]),
+            helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"]),
+        ],
+        [("x", F, [2, 3, 5, 5])],
+        [("y", F, [2, 4, 3, 3])],
+        inits,
+        opset=6,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((2, 3, 5, 5)).astype(np.float32)}, rtol=1e-4, atol=1e-5)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Conv", "BatchNormalization"]

@@ -3,6 +3,7 @@
 Levels follow onnxruntime's names: ``ORT_DISABLE_ALL`` runs nothing; ``ORT_ENABLE_BASIC``
 folds constants and static shapes and removes Identity, inference Dropout and dead nodes;
 ``ORT_ENABLE_EXTENDED`` and ``ORT_ENABLE_ALL`` add Conv+BatchNormalization folding,
+per-channel Mul/Add folding into a preceding BatchNormalization,
 MatMul+Add into Gemm, Transpose folding into Gemm and activation fusion. Passes never
 change results beyond float rounding (tests/optim checks every conformance model).
 """
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..functions import GraphNode
+from .bn_affine import fold_bn_affine
 from .constant_folding import fold_constants, fold_shapes
 from .conv_bn import fold_conv_bn
 from .elimination import remove_dead_nodes, remove_identities
@@ -33,6 +35,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (BASIC, "fold_constants", fold_constants),
     (BASIC, "remove_dead_nodes", remove_dead_nodes),
     (EXTENDED, "fold_conv_bn", fold_conv_bn),
+    (EXTENDED, "fold_bn_affine", fold_bn_affine),
     (EXTENDED, "fold_transpose", fold_transpose),
     (EXTENDED, "fuse_matmul_add", fuse_matmul_add),
     (EXTENDED, "fuse_activations", fuse_activations),

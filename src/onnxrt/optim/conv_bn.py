@@ -27,6 +27,19 @@ def _channel_vector(value: np.ndarray, channels: int, rank: int) -> np.ndarray |
     return np.broadcast_to(v.reshape(-1) if v.size > 1 else v.reshape(1), (channels,)).astype(np.float64)
 
 
+def inference_batch_norm(node: Node) -> bool:
+    """Whether a BatchNormalization node normalises with its constant running statistics:
+    no training outputs used, no training_mode, spatial, and is_test set before opset 7
+    (BatchNormalization-1/6 compute batch statistics otherwise)."""
+    if node.op_type != "BatchNormalization" or node.domain != "" or len(node.inputs) < 5:
+        return False
+    if (len(node.outputs) > 1 and any(node.outputs[1:])) or node.attr("training_mode", 0):
+        return False
+    if node.opset < 7 and not node.attr("is_test", 0):
+        return False
+    return node.attr("spatial", 1) == 1
+
+
 def _conv_params(g: Graph, conv: Node) -> tuple[np.ndarray, np.ndarray] | None:
     if conv.op_type != "Conv" or conv.domain != "" or len(conv.inputs) < 2:
         return None
@@ -64,9 +77,7 @@ def fold_conv_bn(g: Graph) -> bool:
             wd, bd = w.astype(np.float64), b.astype(np.float64)
             cout, rank = w.shape[0], w.ndim
             if nxt.op_type == "BatchNormalization":
-                if len(nxt.outputs) > 1 and any(nxt.outputs[1:]):
-                    continue  # training outputs are used
-                if nxt.attr("training_mode", 0):
+                if not inference_batch_norm(nxt):
                     continue
                 vals = [g.const(n) for n in nxt.inputs[1:5]]
                 if any(v is None for v in vals):

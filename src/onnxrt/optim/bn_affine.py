@@ -1,0 +1,51 @@
+"""Fold per-channel Mul/Add that follow an inference BatchNormalization into its scale and bias."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conv_bn import _channel_vector, _single_reader, inference_batch_norm
+from .graph import Graph
+
+
+def fold_bn_affine(g: Graph) -> bool:
+    """``Add(Mul(BatchNormalization(x), k), a)`` with per-channel constants k and a becomes one
+    BatchNormalization with scale*k and bias*k + a (some exporters write the affine part of
+    a batch norm as separate Mul and Add)."""
+    changed = False
+    again = True
+    while again:
+        again = False
+        consumers = g.consumers()
+        for bn in g.nodes:
+            if not inference_batch_norm(bn):
+                continue
+            params = [g.const(n) for n in bn.inputs[1:5]]
+            shape = g.shape(bn.inputs[0])
+            if any(p is None for p in params) or shape is None or len(shape) < 2:
+                continue
+            nxt = _single_reader(g, consumers, bn.outputs[0])
+            if nxt is None or nxt.domain != "" or nxt.op_type not in ("Mul", "Add") or nxt.opset < 7:
+                continue
+            other = nxt.inputs[1] if nxt.inputs[0] == bn.outputs[0] else nxt.inputs[0]
+            c = g.const(other)
+            scale, bias = params[0], params[1]
+            if c is None or c.dtype != scale.dtype:
+                continue
+            channels = scale.shape[0]
+            vec = _channel_vector(c, channels, len(shape))
+            if vec is None:
+                continue
+            s64, b64 = scale.astype(np.float64), bias.astype(np.float64)
+            if nxt.op_type == "Mul":
+                s64, b64 = s64 * vec, b64 * vec
+            else:
+                b64 = b64 + vec
+            bn.inputs = list(bn.inputs)
+            bn.inputs[1] = g.add_constant(bn.inputs[1], s64.astype(scale.dtype))
+            bn.inputs[2] = g.add_constant(bn.inputs[2], b64.astype(bias.dtype))
+            bn.outputs = [nxt.outputs[0]] + list(bn.outputs[1:])
+            g.nodes.remove(nxt)
+            changed = again = True
+            break
+    return changed
