@@ -280,3 +280,25 @@ def test_training_batchnorm_of_opset_6_is_not_folded():
     )
     s = _check_equal(model, {"x": rng.standard_normal((2, 3, 5, 5)).astype(np.float32)}, rtol=1e-4, atol=1e-5)
     assert _ops(s[L.ORT_ENABLE_ALL]) == ["Conv", "BatchNormalization"]
+
+
+def test_batchnorm_add_and_sum_fuse_with_relu_without_touching_their_inputs():
+    rng = np.random.default_rng(8)
+    c = 3
+    inits = [(n, rng.uniform(0.5, 2, c).astype(np.float32)) for n in ("scale", "bias", "mean", "var")]
+    model = _model(
+        [
+            helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["bn"]),
+            helper.make_node("Relu", ["bn"], ["r1"]),
+            helper.make_node("Add", ["r1", "x"], ["s"]),
+            helper.make_node("Relu", ["s"], ["r2"]),
+            helper.make_node("Sum", ["r2"], ["one"]),  # Sum of one input may return it
+            helper.make_node("Relu", ["one"], ["r3"]),
+            helper.make_node("Add", ["r3", "r2"], ["y"]),
+        ],
+        [("x", F, [2, c, 4, 4])],
+        [("y", F, [2, c, 4, 4])],
+        inits,
+    )
+    s = _check_equal(model, {"x": rng.standard_normal((2, c, 4, 4)).astype(np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedBatchNormalization", "FusedAdd", "FusedSum", "Add"]

@@ -1,4 +1,4 @@
-"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm or MatMul followed by an activation.
+"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm, MatMul, BatchNormalization, Add or Sum followed by an activation.
 
 The graph optimiser (onnxrt.optim.fuse_activation) writes them; they run the original
 operator's kernel, then the activation in place on its fresh output, saving one node, one
@@ -7,6 +7,7 @@ allocation and one pass of the engine.
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import NodeProto
 
 from ..registry import lookup, register
@@ -36,9 +37,16 @@ class _Fused(OpRun):
         self._act = self.atts_value["activation"]
         self._params = [float(p) for p in self.atts_value["activation_params"]]
 
+    #: whether the base kernel may return (a view of) one of its inputs (Sum of one input...)
+    may_alias = False
+
     def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
         (y,) = self._inner._run(*inputs)[:1]
-        if not y.flags.writeable:  # products are fresh arrays; a read-only one is not ours to change
+        # products are fresh arrays; a read-only result or one sharing an input's memory is
+        # not ours to overwrite
+        if not y.flags.writeable or (
+            self.may_alias and any(isinstance(i, np.ndarray) and np.may_share_memory(y, i) for i in inputs)
+        ):
             y = y.copy()
         return (apply_activation(y, self._act, self._params),)
 
@@ -69,3 +77,27 @@ class FusedMatMul(_Fused):
     """MatMul + activation."""
 
     base_op = "MatMul"
+
+
+@register("FusedBatchNormalization", versions=(1,), domain=FUSED_DOMAIN)
+class FusedBatchNormalization(_Fused):
+    """BatchNormalization (inference) + activation."""
+
+    base_op = "BatchNormalization"
+    may_alias = True
+
+
+@register("FusedAdd", versions=(1,), domain=FUSED_DOMAIN)
+class FusedAdd(_Fused):
+    """Add + activation (residual connections followed by Relu)."""
+
+    base_op = "Add"
+    may_alias = True
+
+
+@register("FusedSum", versions=(1,), domain=FUSED_DOMAIN)
+class FusedSum(_Fused):
+    """Sum + activation."""
+
+    base_op = "Sum"
+    may_alias = True

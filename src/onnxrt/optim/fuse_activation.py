@@ -1,4 +1,4 @@
-"""Fuse an activation that follows a Conv, Gemm or MatMul into one onnxrt fused node."""
+"""Fuse an activation that follows a Conv, Gemm, MatMul, BatchNormalization, Add or Sum into one onnxrt fused node."""
 
 from __future__ import annotations
 
@@ -8,12 +8,21 @@ import ml_dtypes
 import numpy as np
 from onnx import AttributeProto
 
+from .conv_bn import inference_batch_norm
 from .graph import Graph, Node
 
 #: the domain of onnxrt's own fused operators (see onnxrt.ops_cpu.op_fused)
 FUSED_DOMAIN = "onnxrt"
 
-FUSABLE = {"Conv": "FusedConv", "Gemm": "FusedGemm", "MatMul": "FusedMatMul"}
+#: operators whose output is a fresh array the activation can overwrite in place
+FUSABLE = {
+    "Conv": "FusedConv",
+    "Gemm": "FusedGemm",
+    "MatMul": "FusedMatMul",
+    "BatchNormalization": "FusedBatchNormalization",
+    "Add": "FusedAdd",
+    "Sum": "FusedSum",
+}
 
 
 def _limits(dtype: Any) -> tuple[float, float] | None:
@@ -70,6 +79,8 @@ def fuse_activations(g: Graph) -> bool:
         if fused is None or node.domain != "" or len(node.outputs) != 1:
             continue
         if node.op_type == "MatMul" and any(g.shape(i) is None for i in node.inputs[:2]):
+            continue
+        if node.op_type == "BatchNormalization" and not inference_batch_norm(node):
             continue
         out = node.outputs[0]
         readers = consumers.get(out, [])
