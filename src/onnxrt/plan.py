@@ -185,8 +185,12 @@ class Plan:
         outer_used: list[str] = []
 
         def compile_graph_for(gn: GraphNode) -> Callable[[GraphProto, str], Plan]:
-            def compile_graph(sub: GraphProto, att_name: str) -> Plan:
-                return Plan(sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options, optimize=optimize)
+            def compile_graph(sub: GraphProto, att_name: str, optimize_sub: bool = True) -> Plan:
+                # a kernel that inspects the subgraph's operators (Gradient) asks for it unoptimised
+                return Plan(
+                    sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options,
+                    optimize=optimize and optimize_sub,
+                )
 
             return compile_graph
 

@@ -277,7 +277,8 @@ class Gradient(OpRun):
             [helper.make_empty_tensor_value_info(n) for n in self._in_names],
             [helper.make_empty_tensor_value_info(self._y_name)],
         )
-        self._forward = compile_graph(sub, "forward")
+        # unoptimised: fused operators (FusedAdd, Gemm...) have no backward rule here
+        self._forward = compile_graph(sub, "forward", optimize_sub=False)
         self._implicit.extend(n for n in self._forward.outer_inputs if n not in self._implicit)
         for st in self._forward.steps:
             if st.op_type not in BACKWARD:
