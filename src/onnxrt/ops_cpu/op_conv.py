@@ -65,8 +65,8 @@ def conv_core(
     (N, M, *out_shape) array of that dtype. Three paths:
 
     * 1x1 kernels without padding: no im2col, one matrix product (strided input subsampled);
-    * depthwise (one input channel per group): :func:`_depthwise`, a loop over kernel
-      taps, each a multiply-accumulate over whole planes;
+    * depthwise (one input channel per group): :func:`_depthwise`, per-plane columns and
+      one batched product;
     * otherwise im2col into a per-thread reused buffer (:func:`_im2col_same` for unit
       strides with same-size inner axes, a strided window view elsewhere, both split over
       the kernel thread pool), then one BLAS product per group, batched by ``np.matmul``;
