@@ -14,7 +14,7 @@ from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from ._memory import tune_malloc
-from .parallel import blas_threads, limit_threads
+from .parallel import RunScope
 from .model import check_versions, load_model
 from .plan import Plan, Step, optimization_level
 
@@ -264,14 +264,14 @@ class OnnxInference:
         # user errors: onnxrt, like onnxruntime, computes them silently
         # BLAS runs single-threaded; large kernels split over onnxrt's own pool (onnxrt.parallel),
         # which SessionOptions.intra_op_num_threads caps
-        with np.errstate(all="ignore"), blas_threads(1), limit_threads(self._threads):
+        with np.errstate(all="ignore"), RunScope(self._threads):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
         feeds = self.validate_feeds(inputs)
-        with np.errstate(all="ignore"), blas_threads(1), limit_threads(self._threads):
+        with np.errstate(all="ignore"), RunScope(self._threads):
             values = self.plan.run_dict(feeds)
         out = []
         for s in self.plan._output_slots:

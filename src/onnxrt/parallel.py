@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from math import prod
+from typing import Any
 
 import numpy as np
 
@@ -176,20 +177,62 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
 # BLAS threads and parallel matrix products
 # ---------------------------------------------------------------------------------------
 
-_BLAS_LIBS: list | None = None
+_BLAS_LIBS: list[tuple[Callable[[], int], Callable[[int], Any]]] | None = None
 _BLAS_LOCK = threading.Lock()
 _BLAS_DEPTH = 0
 _BLAS_SAVED: list[int] = []
 
 
-def _blas_libs() -> list:
-    """threadpoolctl's controllers of the BLAS libraries numpy loaded (found once)."""
+def _blas_libs() -> list[tuple[Callable[[], int], Callable[[int], Any]]]:
+    """(get, set) thread-count functions of the BLAS libraries numpy loaded (found once).
+
+    threadpoolctl finds the libraries; for OpenBLAS on its own pthreads pool the C
+    functions are called directly (0.3 us instead of 3 us a call through threadpoolctl,
+    which counts for small graphs, set and restored on every run). onnxrt's own lock
+    serialises the changes, so threadpoolctl's controlling-thread bookkeeping is not needed.
+    """
     global _BLAS_LIBS
     if _BLAS_LIBS is None:
         from threadpoolctl import ThreadpoolController
 
-        _BLAS_LIBS = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+        found: list[tuple[Callable[[], int], Callable[[int], Any]]] = []
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.user_api != "blas":
+                continue
+            get = set_ = None
+            if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") == "pthreads":
+                symbol = getattr(lib, "_get_symbol", None)
+                if symbol is not None:
+                    get, set_ = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
+            if get is None or set_ is None:
+                get, set_ = lib.get_num_threads, lib.set_num_threads
+            found.append((get, set_))
+        _BLAS_LIBS = found
     return _BLAS_LIBS
+
+
+def _blas_enter(n: int) -> None:
+    """The first of nested or concurrent blocks saves the libraries' thread counts and sets ``n``."""
+    global _BLAS_DEPTH
+    libs = _BLAS_LIBS if _BLAS_LIBS is not None else _blas_libs()
+    with _BLAS_LOCK:
+        if _BLAS_DEPTH == 0:
+            _BLAS_SAVED[:] = [get() for get, _ in libs]
+            for (_, set_), saved in zip(libs, _BLAS_SAVED):
+                if saved != n:
+                    set_(n)
+        _BLAS_DEPTH += 1
+
+
+def _blas_exit(n: int) -> None:
+    """The last block to leave restores the saved thread counts."""
+    global _BLAS_DEPTH
+    with _BLAS_LOCK:
+        _BLAS_DEPTH -= 1
+        if _BLAS_DEPTH == 0:
+            for (_, set_), saved in zip(_BLAS_LIBS or (), _BLAS_SAVED):
+                if saved != n:
+                    set_(saved)
 
 
 @contextmanager
@@ -202,24 +245,35 @@ def blas_threads(n: int) -> Iterator[None]:
     product measured 3.4 ms on one thread, 23 ms on two, on a shared 2-core machine),
     while the pool's chunks go to whichever thread is free.
     """
-    global _BLAS_DEPTH
-    libs = _blas_libs()
-    with _BLAS_LOCK:
-        if _BLAS_DEPTH == 0:
-            _BLAS_SAVED[:] = [lib.get_num_threads() for lib in libs]
-            for lib, saved in zip(libs, _BLAS_SAVED):
-                if saved != n:
-                    lib.set_num_threads(n)
-        _BLAS_DEPTH += 1
+    _blas_enter(n)
     try:
         yield
     finally:
-        with _BLAS_LOCK:
-            _BLAS_DEPTH -= 1
-            if _BLAS_DEPTH == 0:
-                for lib, saved in zip(libs, _BLAS_SAVED):
-                    if saved != n:
-                        lib.set_num_threads(saved)
+        _blas_exit(n)
+
+
+class RunScope:
+    """``blas_threads(1)`` and ``limit_threads(threads)`` in one context manager: what every
+    run of the engine enters. A class rather than two generator-based managers because
+    its cost counts on small graphs (a run of a one-node model takes ~20 us)."""
+
+    __slots__ = ("threads", "previous")
+
+    def __init__(self, threads: int | None):
+        self.threads = threads
+        self.previous: int | None = None
+
+    def __enter__(self) -> RunScope:
+        _blas_enter(1)
+        if self.threads is not None:
+            self.previous = getattr(_TLS, "threads", None)
+            _TLS.threads = self.threads
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.threads is not None:
+            _TLS.threads = self.previous
+        _blas_exit(1)
 
 
 #: multiply-adds below which a product runs in one call
