@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
-from ._memory import tune_malloc
-from .parallel import RunScope
 from .model import check_versions, load_model
+from .parallel import RunScope
 from .plan import Plan, Step, optimization_level
 
 

@@ -164,6 +164,8 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
     if workers <= 1:
         fn(0, n)
         return
+    # the workers' products run outside the run's scope: switch BLAS here, in the caller
+    blas_single(n * work_per_item)
     parts = min(n, workers * 4)
     job = _Job([n * i // parts for i in range(parts + 1)], fn)
     ex = _executor()
@@ -252,19 +254,44 @@ def blas_threads(n: int) -> Iterator[None]:
         _blas_exit(n)
 
 
-class RunScope:
-    """``blas_threads(1)`` and ``limit_threads(threads)`` in one context manager: what every
-    run of the engine enters. A class rather than two generator-based managers because
-    its cost counts on small graphs (a run of a one-node model takes ~20 us)."""
+#: multiply-adds from which OpenBLAS may split a product over its own threads (its
+#: SMP threshold is 65536 x GEMM_MULTITHREAD_THRESHOLD=4; smaller ones always run on one)
+BLAS_THREADED_WORK = 1 << 16
 
-    __slots__ = ("threads", "previous")
+
+def blas_single(work: int) -> None:
+    """Inside a run (:class:`RunScope`), switch BLAS to one thread before the first product
+    of ``work`` multiply-adds or more; the run's end restores the library's own setting.
+
+    Lazy because switching OpenBLAS's thread count costs ~5 us a run, more than a whole
+    small graph's products, which never reach BLAS's threaded path anyway. Kernels call it
+    before large BLAS products (:func:`matmul` and :func:`parallel_for` do it for theirs);
+    outside a run it does nothing.
+    """
+    if work >= BLAS_THREADED_WORK:
+        scope = getattr(_TLS, "scope", None)
+        if scope is not None and not scope.blas:
+            _blas_enter(1)
+            scope.blas = True
+
+
+class RunScope:
+    """What every run of the engine enters: BLAS single-threaded from the first large
+    product on (:func:`blas_single`) and ``limit_threads(threads)``. A class rather than
+    generator-based managers because its cost counts on small graphs (a one-node model
+    runs in ~20 us). Nested scopes (a run inside a kernel) defer to the outer one."""
+
+    __slots__ = ("threads", "previous", "blas", "outer")
 
     def __init__(self, threads: int | None):
         self.threads = threads
         self.previous: int | None = None
+        self.blas = False
+        self.outer: RunScope | None = None
 
     def __enter__(self) -> RunScope:
-        _blas_enter(1)
+        self.outer = getattr(_TLS, "scope", None)
+        _TLS.scope = self
         if self.threads is not None:
             self.previous = getattr(_TLS, "threads", None)
             _TLS.threads = self.threads
@@ -273,7 +300,10 @@ class RunScope:
     def __exit__(self, *exc: object) -> None:
         if self.threads is not None:
             _TLS.threads = self.previous
-        _blas_exit(1)
+        _TLS.scope = self.outer
+        if self.blas:
+            self.blas = False
+            _blas_exit(1)
 
 
 #: multiply-adds below which a product runs in one call
@@ -293,6 +323,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     if b.ndim > 2:
         batch = max(batch, b.size // max(1, k * n))
     work = batch * rows * k
+    blas_single(work * n)
     if b.ndim < 2 or n < 64 or work * n < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:

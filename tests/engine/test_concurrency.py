@@ -6,9 +6,12 @@ import pickle
 import threading
 
 import numpy as np
+from onnx import TensorProto
 
 import onnxrt
 from onnxrt.cli import demo_model_path
+
+from ..helpers import make_single_node_model
 
 
 def _feeds(seed: int) -> dict[str, np.ndarray]:
@@ -76,9 +79,11 @@ def test_returned_arrays_are_not_reused_by_later_runs():
         np.testing.assert_array_equal(a, b)
 
 
-def test_runs_use_single_threaded_blas_and_restore_it():
-    """BLAS is single-threaded inside runs (onnxrt's pool splits large products) and the
-    library's own setting comes back afterwards, also with runs on several threads."""
+def test_runs_use_single_threaded_blas_for_large_products_and_restore_it():
+    """BLAS turns single-threaded inside a run from its first large product on (onnxrt's
+    pool splits those), a small graph leaves it alone (switching costs more than its
+    products), and the library's own setting comes back afterwards, also with runs on
+    several threads."""
     from threadpoolctl import threadpool_info
 
     def blas():
@@ -87,17 +92,26 @@ def test_runs_use_single_threaded_blas_and_restore_it():
     seen = []
 
     def probe(st, args, res, dt):
-        seen.append(max(blas(), default=1))
+        seen.append((st.op_type, max(blas(), default=1)))
 
-    opts = onnxrt.SessionOptions()
-    opts.intra_op_num_threads = 1
-    oinf = onnxrt.OnnxInference(demo_model_path(), opts)
     before = blas()
-    oinf.run(_feeds(0), trace=probe)
-    assert seen and max(seen) == 1
+    n = 256
+    big = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [n, n]), ("B", TensorProto.FLOAT, [n, n])],
+                                 [("Y", TensorProto.FLOAT, [n, n])])
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    oinf = onnxrt.OnnxInference(big)
+    (y,) = oinf.run({"A": a, "B": b}, trace=probe).values()
+    np.testing.assert_allclose(y, a @ b, rtol=1e-4, atol=1e-3)
+    assert seen == [("MatMul", 1)]
     assert blas() == before
-    sess = onnxrt.InferenceSession(demo_model_path())
-    threads = [threading.Thread(target=lambda: [sess.run(None, _feeds(1)) for _ in range(20)]) for _ in range(4)]
+    seen.clear()
+    small = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [1, 8]), ("B", TensorProto.FLOAT, [8, 8])],
+                                   [("Y", TensorProto.FLOAT, [1, 8])])
+    onnxrt.OnnxInference(small).run({"A": a[:1, :8], "B": b[:8, :8]}, trace=probe)
+    assert seen == [("MatMul", max(before, default=1))]
+    sess = onnxrt.InferenceSession(big)
+    threads = [threading.Thread(target=lambda: [sess.run(None, {"A": a, "B": b}) for _ in range(10)]) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:

@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..parallel import blas_single
 from ..registry import register
 from ._nn_math import compute_dtype
 from ._op import OpRun
@@ -160,6 +161,7 @@ def attention(
         root = dt.type(low.type(math.sqrt(scale)))
         Qc = rounded(np.multiply(Q, root, dtype=dt))
         Kc = rounded(np.multiply(K, root, dtype=dt))
+    blas_single(Qc.size * total)
     scores = np.matmul(Qc.reshape(batch, hkv, group * sq, head), Kc.transpose(0, 1, 3, 2))
     scores = rounded(scores.reshape(batch, hq, sq, total))
     qk = scores.copy() if want_qk and qk_matmul_output_mode == 0 else None
