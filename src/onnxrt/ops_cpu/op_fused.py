@@ -48,6 +48,9 @@ class _Fused(OpRun):
             self.may_alias and any(isinstance(i, np.ndarray) and np.may_share_memory(y, i) for i in inputs)
         ):
             y = y.copy()
+        if self._act == "Relu":  # the common case without the dispatch
+            np.maximum(y, 0, out=y)
+            return (y,)
         return (apply_activation(y, self._act, self._params),)
 
 
