@@ -127,11 +127,17 @@ def apply_transform(fn: Any, scores: np.ndarray) -> np.ndarray:
     return scores if fn is None else fn(scores)
 
 
-def class_labels(op: Any, ints: str, strings: str) -> np.ndarray | None:
+def class_labels(op: Any, ints: str, strings: str, required: bool = False) -> np.ndarray | None:
     """The class labels as an array (int64 or object of str); at most one attribute may be set.
 
-    Returns None when neither attribute is set (callers decide whether that is allowed).
+    Returns None when neither attribute is set, unless ``required`` (a classifier): then no
+    label at all is an InvalidAttributeError.
     """
+    if required:
+        labels = class_labels(op, ints, strings)
+        if labels is None or labels.size == 0:
+            raise InvalidAttributeError(f"{op._node_label()} defines no class labels ({ints!r} or {strings!r}).")
+        return labels
     li = getattr(op, ints, None)
     ls = getattr(op, strings, None)
     if li is not None and ls is not None and len(li) and len(ls):

@@ -62,7 +62,7 @@ class Lookup:
             q = _as_keys(x)
         else:
             if x.dtype.kind in "OUS":
-                raise KernelError(f"the keys are numbers but the input holds strings.")
+                raise KernelError("the keys are numbers but the input holds strings.")
             if self.bitwise:
                 if x.dtype.kind != "f":
                     raise KernelError(f"the keys are floats but the input has dtype {x.dtype}.")

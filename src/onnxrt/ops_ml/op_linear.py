@@ -30,8 +30,13 @@ def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
 
 
 def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarray) -> np.ndarray:
-    """The [F, n_out] weight matrix for an input of F features (coefficients are row-major per output)."""
+    """The [F, n_out] weight matrix for an input of F features (coefficients are row-major per
+    output), in the input's dtype and contiguous; built once per (F, dtype) and cached on ``op``."""
     nf = x.shape[1]
+    key = (nf, x.dtype)
+    w = op._w_cache.get(key)
+    if w is not None:
+        return w
     if n_out is None:
         if nf == 0 or coefficients.size % nf:
             raise KernelError(
@@ -43,7 +48,8 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
             f"{op._node_label()} has {coefficients.size} coefficients, expected {n_out} x {nf} "
             f"for {n_out} outputs and {nf} input features."
         )
-    return coefficients.reshape(n_out, nf).T
+    w = op._w_cache[key] = np.ascontiguousarray(coefficients.reshape(n_out, nf).T.astype(x.dtype))
+    return w
 
 
 #: a tall, thin product (few features x few outputs) goes by blocks of this many rows
@@ -87,12 +93,7 @@ class LinearClassifier(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        labels = class_labels(self, "classlabels_ints", "classlabels_strings")
-        if labels is None or labels.size == 0:
-            raise InvalidAttributeError(
-                f"{self._node_label()} defines no class labels ('classlabels_ints' or 'classlabels_strings')."
-            )
-        self.labels = labels
+        self.labels = labels = class_labels(self, "classlabels_ints", "classlabels_strings", required=True)
         self._coef = np.asarray(self.coefficients, dtype=np.float32)
         self._intercepts = None if not self.intercepts else np.asarray(self.intercepts, dtype=np.float32)
         self._n_scores = None if self._intercepts is None else self._intercepts.size
@@ -106,11 +107,7 @@ class LinearClassifier(OpRun):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _rows(x, self)
-        key = (x.shape[1], x.dtype)
-        w = self._w_cache.get(key)
-        if w is None:
-            w = self._w_cache[key] = np.ascontiguousarray(_weights(self, self._coef, self._n_scores, x).astype(x.dtype))
-        scores = linear_scores(x, w, self._intercepts)
+        scores = linear_scores(x, _weights(self, self._coef, self._n_scores, x), self._intercepts)
         if scores.shape[1] == 1 and self.labels.size == 2:
             s = scores[:, 0]
             labels = self.labels.take((s > 0).astype(np.intp))
@@ -156,9 +153,5 @@ class LinearRegressor(OpRun):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _rows(x, self)
-        key = (x.shape[1], x.dtype)
-        w = self._w_cache.get(key)
-        if w is None:
-            w = self._w_cache[key] = np.ascontiguousarray(_weights(self, self._coef, self.targets, x).astype(x.dtype))
-        y = linear_scores(x, w, self._intercepts)
+        y = linear_scores(x, _weights(self, self._coef, self.targets, x), self._intercepts)
         return (apply_transform(self._transform, y).astype(np.float32, copy=False),)

@@ -202,10 +202,7 @@ class SVMClassifier(_SVMBase):
         super().__init__(onnx_node, desc, **options)
         label = self._node_label()
         self._read_kernel()
-        labels = class_labels(self, "classlabels_ints", "classlabels_strings")
-        if labels is None or labels.size == 0:
-            raise InvalidAttributeError(f"{label} defines no class labels ('classlabels_ints' or 'classlabels_strings').")
-        self.labels = labels
+        self.labels = labels = class_labels(self, "classlabels_ints", "classlabels_strings", required=True)
         self._coef = np.asarray(self.coefficients or [], dtype=np.float64)
         self._rho = np.asarray(self.rho or [], dtype=np.float64)
         vpc = self.vectors_per_class

@@ -385,12 +385,7 @@ class TreeEnsembleClassifier(_TreeV1):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        labels = class_labels(self, "classlabels_int64s", "classlabels_strings")
-        if labels is None or labels.size == 0:
-            raise InvalidAttributeError(
-                f"{self._node_label()} defines no class labels ('classlabels_int64s' or 'classlabels_strings')."
-            )
-        self.labels = labels
+        self.labels = labels = class_labels(self, "classlabels_int64s", "classlabels_strings", required=True)
         self._transform_name = self.post_transform
         self._transform = post_transform_fn(self)
         n_classes = labels.size
