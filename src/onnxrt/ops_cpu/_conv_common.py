@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from math import prod
 
 import ml_dtypes
 import numpy as np
@@ -172,6 +173,31 @@ from ..parallel import (  # noqa: E402,F401  (re-exported for the kernels that i
     scratch,
     session_threads,
 )
+
+
+from .. import parallel as _parallel  # noqa: E402
+
+#: convolution and pooling split over the pool only this many times above the engine's
+#: thresholds: on the shared 2-core machine, a 25 M multiply-add product took 1.08 ms on
+#: two threads and 0.75 ms on one, and squeezenet ran 40 ms with the engine's thresholds,
+#: 28 ms with 32x/64x larger ones and 26 ms single-threaded (the other core busy)
+COARSE_WORK, COARSE_MATMUL = 32, 64
+
+
+def coarse_parallel_for(n: int, fn, work_per_item: int) -> None:
+    """:func:`parallel_for` with a threshold ``COARSE_WORK`` times higher (see above)."""
+    parallel_for(n, fn, work_per_item=max(1, work_per_item // COARSE_WORK))
+
+
+def coarse_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``np.matmul``, through the pool's :func:`onnxrt.parallel.matmul` only for products of
+    ``COARSE_MATMUL`` times the engine's threshold of multiply-adds."""
+    batch = max(prod(a.shape[:-2]), prod(b.shape[:-2])) if a.ndim > 2 or b.ndim > 2 else 1
+    macs = batch * a.shape[-2] * a.shape[-1] * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
+    if macs >= _parallel.MIN_PARALLEL_MATMUL * COARSE_MATMUL:
+        return _parallel.matmul(a, b, out=out)
+    _parallel.blas_single(macs)  # OpenBLAS's own threads stall on a shared machine
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from ..errors import KernelError
 from ..registry import register
 from ._conv_common import (
     apply_activation,
+    coarse_matmul as matmul,
+    coarse_parallel_for,
     as_compute,
     compute_dtype,
     conv_attributes,
     kernel_from,
     limit_threads,
     padded,
-    parallel_for,
     scratch,
     session_threads,
     spatial_attr,
@@ -27,7 +28,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import matmul
+from ..parallel import blas_single
 from ._op import OpRun
 
 #: bytes of im2col columns built at once; larger batches are processed in chunks of images
@@ -114,7 +115,7 @@ def conv_core(
             def work(lo: int, hi: int) -> None:  # a range of channels
                 np.copyto(dst[:, lo:hi], src[:, lo:hi])
 
-            parallel_for(n_ch, work, work_per_item=(stop - start) * kp * npix)
+            coarse_parallel_for(n_ch, work, work_per_item=(stop - start) * kp * npix)
 
     per_image = n_ch * kp * npix * dtype.itemsize
     chunk = max(1, _COL_CHUNK_BYTES // max(per_image, 1))
@@ -196,7 +197,7 @@ def _im2col_same(
             for t in unused:
                 cols[:, t] = 0
 
-        parallel_for(xs.shape[0], work, work_per_item=kp * rows_out)
+        coarse_parallel_for(xs.shape[0], work, work_per_item=kp * rows_out)
 
     return fill
 
@@ -241,6 +242,7 @@ def _depthwise(
     wk = w.reshape(n_ch, mult, kp)
     y = np.empty((planes, mult, npix), dtype)
     lengths = tuple((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape, strides, kernel, dilations))
+    blas_single(planes * mult * kp * npix)
 
     def coefs(lo: int, hi: int) -> np.ndarray:  # (hi - lo, mult, Kp): the weights of planes [lo, hi)
         if n_img == 1:
@@ -278,7 +280,7 @@ def _depthwise(
                     grid[(slice(None),) * 3 + tuple(slice(0, o) for o in out_shape[1:])],
                 )
 
-        parallel_for(planes, work, work_per_item=2 * mult * rows * kp)
+        coarse_parallel_for(planes, work, work_per_item=2 * mult * rows * kp)
     else:
         xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
         windows = window_view(xp.reshape((planes, 1) + xp.shape[2:]), kernel, strides, dilations, out_shape)
@@ -291,7 +293,7 @@ def _depthwise(
                 np.copyto(cols, windows[b0:b1, 0])
                 np.matmul(coefs(b0, b1), cols.reshape(b1 - b0, kp, npix), out=y[b0:b1])
 
-        parallel_for(planes, work, work_per_item=2 * mult * npix * kp)
+        coarse_parallel_for(planes, work, work_per_item=2 * mult * npix * kp)
     return y.reshape((n_img, n_ch * mult) + out_shape)
 
 

@@ -13,10 +13,10 @@ from ..registry import register
 from ._conv_common import (
     _WIDENED,
     check_auto_pad,
+    coarse_parallel_for,
     limit_threads,
     offset_view,
     padded,
-    parallel_for,
     scratch,
     session_threads,
     spatial_attr,
@@ -166,7 +166,6 @@ def _flat_pool(
     copy into ``out`` cuts the extra positions.
     """
     nd = len(kernel)
-    cnt = x.shape[0]
     lengths = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape, strides, kernel, dilations)]
     cur = padded(x[:, None], pads_begin, lengths, identity, buffer="pool_pad")[:, 0]
     if not cur.flags.c_contiguous:
@@ -471,7 +470,7 @@ def pool(
             elif pf != 1:
                 np.power(part, cdt.type(1.0 / pf), out=part)
 
-    parallel_for(planes, work, work_per_item=prod(in_shape) * 2)
+    coarse_parallel_for(planes, work, work_per_item=prod(in_shape) * 2)
     y = y.reshape(full)
     return y if y.dtype == out_dtype else y.astype(out_dtype)
 
