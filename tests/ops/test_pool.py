@@ -456,3 +456,26 @@ def test_average_pool_window_wholly_in_padding():
     np.testing.assert_array_equal(pool(x, "avg", [2], dilations=[2], pads=[1, 1]), [[[0.0]]])
     y = pool(np.array([[[0.8, 1.0]]], np.float32), "avg", [2], dilations=[3], pads=[2, 2])
     np.testing.assert_allclose(y, [[[1.0, 0.0, 0.8]]])
+
+
+@pytest.mark.parametrize("mode", ["max", "avg", "lp"])
+def test_unpadded_windows_take_the_flat_path(mode):
+    """Windows inside the input (no pads) reduce by flat passes with strided axes compacted:
+    strides, dilations, kernels of one, inputs longer than the windows reach, 1-D to 3-D."""
+    rng = np.random.default_rng(7)
+    cases = [
+        ((2, 3, 11, 11), (3, 3), (2, 2), (1, 1)),  # squeezenet's 3x3/2, odd size
+        ((1, 4, 12, 9), (2, 3), (2, 1), (1, 2)),  # mixed strides, dilated inner axis
+        ((1, 2, 7, 7), (7, 7), (1, 1), (1, 1)),  # one window per plane
+        ((1, 3, 10, 8), (1, 3), (3, 2), (1, 1)),  # kernel of one on a strided axis
+        ((2, 2, 13), (3,), (4,), (2,)),  # 1-D, stride above the dilated kernel's reach
+        ((1, 2, 6, 7, 8), (2, 3, 2), (2, 2, 3), (1, 1, 2)),  # 3-D
+    ]
+    for xs, kernel, strides, dilations in cases:
+        x = rng.standard_normal(xs).astype(np.float32)
+        nd = len(kernel)
+        pb, pe, out = window_geometry(xs[2:], kernel, strides, dilations, [0] * (2 * nd))
+        y = pool(x, mode, kernel, strides=strides, dilations=dilations, pads=[0] * (2 * nd))
+        ref = loop_pool(x.astype(np.float64), mode, kernel, strides, dilations, pb, pe, out)
+        assert y.shape == ref.shape and y.dtype == np.float32
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5, err_msg=str((xs, kernel, strides, dilations)))
