@@ -258,6 +258,12 @@ def blas_threads(n: int) -> Iterator[None]:
 #: SMP threshold is 65536 x GEMM_MULTITHREAD_THRESHOLD=4; smaller ones always run on one)
 BLAS_THREADED_WORK = 1 << 16
 
+#: a run whose feeds or constants hold a tensor this large switches BLAS to one thread as
+#: it starts (:class:`RunScope`): its products may be large, and not every kernel's direct
+#: numpy product calls :func:`blas_single` (OpenBLAS's own two threads stalled a 64x576 @
+#: 576x3136 product from 3.7 to 25 ms with the other core busy)
+EAGER_BLAS_SIZE = 1 << 15
+
 
 def blas_single(work: int) -> None:
     """Inside a run (:class:`RunScope`), switch BLAS to one thread before the first product
@@ -276,15 +282,18 @@ def blas_single(work: int) -> None:
 
 
 class RunScope:
-    """What every run of the engine enters: BLAS single-threaded from the first large
-    product on (:func:`blas_single`) and ``limit_threads(threads)``. A class rather than
+    """What every run of the engine enters: ``limit_threads(threads)`` and BLAS
+    single-threaded, from the start when ``eager`` (a model or feeds with large tensors),
+    else from the first large product on (:func:`blas_single`): switching costs ~5 us, more
+    than a small graph's products, which never reach BLAS's threads. A class rather than
     generator-based managers because its cost counts on small graphs (a one-node model
     runs in ~20 us). Nested scopes (a run inside a kernel) defer to the outer one."""
 
-    __slots__ = ("threads", "previous", "blas", "outer")
+    __slots__ = ("blas", "eager", "outer", "previous", "threads")
 
-    def __init__(self, threads: int | None):
+    def __init__(self, threads: int | None, eager: bool = True):
         self.threads = threads
+        self.eager = eager
         self.previous: int | None = None
         self.blas = False
         self.outer: RunScope | None = None
@@ -292,6 +301,9 @@ class RunScope:
     def __enter__(self) -> RunScope:
         self.outer = getattr(_TLS, "scope", None)
         _TLS.scope = self
+        if self.eager:
+            _blas_enter(1)
+            self.blas = True
         if self.threads is not None:
             self.previous = getattr(_TLS, "threads", None)
             _TLS.threads = self.threads

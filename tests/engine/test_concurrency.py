@@ -6,7 +6,7 @@ import pickle
 import threading
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxrt
 from onnxrt.cli import demo_model_path
@@ -110,6 +110,17 @@ def test_runs_use_single_threaded_blas_for_large_products_and_restore_it():
                                    [("Y", TensorProto.FLOAT, [1, 8])])
     onnxrt.OnnxInference(small).run({"A": a[:1, :8], "B": b[:8, :8]}, trace=probe)
     assert seen == [("MatMul", max(before, default=1))]
+    # a large constant switches from the run's start, before any product (kernels that call
+    # numpy's products directly are covered too)
+    seen.clear()
+    w = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "W")
+    const = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["A"], ["R"]), helper.make_node("MatMul", ["R", "W"], ["Y"])], "g",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, n])], [w]))
+    onnxrt.OnnxInference(const).run({"A": a[:1]}, trace=probe)
+    assert seen == [("Relu", 1), ("MatMul", 1)]
+    assert blas() == before
     sess = onnxrt.InferenceSession(big)
     threads = [threading.Thread(target=lambda: [sess.run(None, {"A": a, "B": b}) for _ in range(10)]) for _ in range(4)]
     for t in threads:
