@@ -3,7 +3,7 @@
 Usage: python benchmarks/bench_models.py [--models squeezenet,resnet50] [--repeat 7] [--no-reference] [--chart out.png]
 
 Models: the nine light networks shipped with onnx (input arange(n)/n as float32 in the
-declared shape, outputs checked against the shipped ones, rtol 1e-3), an MLP of 5 layers
+declared shape, outputs compared with the shipped ones, rtol 1e-3: the "output ok" column), an MLP of 5 layers
 at batch 1 and a skl2onnx logistic regression at 1 row. Latencies are medians of
 alternating runs in one process (onnx.reference runs once: it is slow). Peak memory is
 the peak resident set size of a fresh process that creates the session and runs it
@@ -135,12 +135,18 @@ def bench(name: str, repeat: int, with_reference: bool, with_memory: bool) -> di
         out[f"create_{rt}"] = time.perf_counter() - t0
     res = runs["onnxrt"](feeds)
     if expected is not None:
-        np.testing.assert_allclose(res[0], expected, rtol=1e-3, atol=1e-5, err_msg=name)
-        out["matches"] = True
+        got, want, rtol = np.asarray(res[0], np.float64), np.asarray(expected, np.float64), 1e-3
     else:
-        ref = runs["onnxruntime"](feeds)
-        np.testing.assert_allclose(np.asarray(res[0], dtype=np.float64), np.asarray(ref[0], dtype=np.float64), rtol=1e-4, atol=1e-5)
-        out["matches"] = True
+        got, want, rtol = np.asarray(res[0], np.float64), np.asarray(runs["onnxruntime"](feeds)[0], np.float64), 1e-4
+    # reported, not asserted: squeezenet's shipped output is the softmax of logits ~1e10 that
+    # are equal in exact arithmetic (constant weights); float32 products differ by one or two
+    # ulps (2048 at 1e10) from one output channel to the next (OpenBLAS's sgemm rounds rows
+    # 6-11 of each 12-row tile differently), and exp(-2048) is 0, so the softmax is far from
+    # uniform. onnxruntime's kernels happen to round identical rows identically.
+    out["matches"] = bool(np.allclose(got, want, rtol=rtol, atol=1e-5))
+    out["max_diff"] = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("nan")
+    if not out["matches"]:
+        print(f"  {name}: output differs from the expected one (max abs diff {out['max_diff']:.3g})", file=sys.stderr)
     runs["onnxruntime"](feeds)
     times: dict[str, list[float]] = {k: [] for k in runs}
     inner = 200 if name in ("mlp5", "logreg") else 1
@@ -218,11 +224,12 @@ def main() -> None:
                 f"{r['create_onnxrt'] / r['create_onnxruntime']:.2f}",
                 f"{mem('mem_onnxrt')} / {mem('mem_onnxruntime')}",
                 mem_ratio,
+                "yes" if r["matches"] else f"no ({r['max_diff']:.2g})",
             ]
         )
     print(
         markdown_table(
-            ["model", "onnxrt", "onnxruntime", "onnx.reference", "ratio", "session creation (onnxrt / ort)", "ratio", "peak memory (onnxrt / ort)", "ratio"],
+            ["model", "onnxrt", "onnxruntime", "onnx.reference", "ratio", "session creation (onnxrt / ort)", "ratio", "peak memory (onnxrt / ort)", "ratio", "output ok"],
             rows,
         )
     )
