@@ -49,14 +49,14 @@ def predict(
     or an :class:`~onnxrt.blocks.ModelHandle`. It is read once here and checked by a local
     session, which also plans the outputs; nothing of ``data`` is computed.
 
-    **Arrays** (``dask.array.Array``): blocks of rows along axis 0 feed one input
-    (``input_name``, needed when the model has several). The other axes are merged into
-    one chunk (a rechunk, when they are split). The array's dtype must be the input's, as
-    for ``InferenceSession.run``: no silent cast. Returns a ``dask.array.Array`` when one
-    output is wanted (the model has one and ``output_names`` is None, or ``output_names``
-    is a string), else a ``dict`` output name -> ``dask.array.Array`` (``output_names`` a
-    list: always a dict). Each output's blocks follow the input's row chunks; its other
-    dims are one chunk.
+    **Arrays** (``dask.array.Array``): blocks of rows along axis 0 feed the model's one
+    input (``input_name`` may name it; a model with several inputs takes a DataFrame
+    instead). The other axes are merged into one chunk (a rechunk, when they are split).
+    The array's dtype must be the input's, as for ``InferenceSession.run``: no silent
+    cast. Returns a ``dask.array.Array`` when one output is wanted (the model has one and
+    ``output_names`` is None, or ``output_names`` is a string), else a ``dict`` output
+    name -> ``dask.array.Array`` (``output_names`` a list: always a dict). Each output's
+    blocks follow the input's row chunks; its other dims are one chunk.
 
     **DataFrames** (``dask.dataframe.DataFrame``): each partition's columns feed the
     model. A column named after an input feeds it (rank 1, or [rows, 1]), columns
@@ -77,6 +77,12 @@ def predict(
     ``batch_size`` splits each block into runs of at most that many rows (bounds memory).
     An empty block gives empty outputs without running the model. An input whose first
     dimension is fixed to 1 is run row by row.
+
+    Deviations from ``InferenceSession.run``: only the model's declared outputs can be
+    asked for (not intermediate values), and only tensors with one row per input row;
+    DataFrame columns are cast (arrays are not); rows are assumed independent: a model
+    that mixes rows (a statistic over the batch) gives per-block, or per ``batch_size``,
+    results.
 
     On the workers, each process builds the session once, on its first block, from the
     model's bytes (shipped once per worker as one graph key, not with every task) and
