@@ -479,3 +479,37 @@ def test_unpadded_windows_take_the_flat_path(mode):
         ref = loop_pool(x.astype(np.float64), mode, kernel, strides, dilations, pb, pe, out)
         assert y.shape == ref.shape and y.dtype == np.float32
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5, err_msg=str((xs, kernel, strides, dilations)))
+
+
+@pytest.mark.parametrize("mode", ["max", "avg", "lp"])
+def test_one_window_per_plane_reduces_the_plane(mode):
+    """A window covering the whole unpadded plane (a classifier's closing 7x7 pool) is one
+    reduction per plane: the plain-loop values, a plane of NaN alone stays NaN for max,
+    NaN beside numbers is ignored, -inf survives; 1-D to 3-D; float16 computes in float32."""
+    rng = np.random.default_rng(11)
+    for xs in [(2, 5, 7, 7), (1, 3, 6), (1, 2, 3, 4, 5)]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        kernel = list(xs[2:])
+        pb, pe, out = window_geometry(xs[2:], kernel, [1] * len(kernel), [1] * len(kernel), None)
+        y = pool(x, mode, kernel)
+        ref = loop_pool(x.astype(np.float64), mode, kernel, [1] * len(kernel), [1] * len(kernel), pb, pe, out)
+        assert y.shape == ref.shape == xs[:2] + (1,) * len(kernel) and y.dtype == np.float32
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+    if mode == "max":
+        x = rng.standard_normal((1, 4, 3, 3)).astype(np.float32)
+        x[0, 0] = np.nan
+        x[0, 1, 0, 0] = np.nan
+        x[0, 2] = -np.inf
+        x[0, 3] = np.nan
+        x[0, 3, 2, 2] = -np.inf
+        y = pool(x, "max", [3, 3]).reshape(4)
+        assert np.isnan(y[0]) and y[1] == np.nanmax(x[0, 1]) and y[2] == -np.inf and y[3] == -np.inf
+        xi = rng.integers(-128, 127, (2, 3, 4, 4)).astype(np.int8)
+        yi = pool(xi, "max", [4, 4])
+        assert yi.dtype == np.int8
+        np.testing.assert_array_equal(yi.reshape(2, 3), xi.reshape(2, 3, -1).max(axis=2))
+    xh = rng.standard_normal((1, 3, 5, 5)).astype(np.float16)
+    yh = pool(xh, mode, [5, 5])
+    assert yh.dtype == np.float16
+    ref = pool(xh.astype(np.float32), mode, [5, 5]).astype(np.float16)
+    np.testing.assert_allclose(yh.astype(np.float32), ref.astype(np.float32), rtol=1e-3)

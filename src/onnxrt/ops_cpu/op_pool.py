@@ -450,11 +450,25 @@ def pool(
     # than it saves: the copy runs row by row on short rows)
     lengths = [(o - 1) * st + (k - 1) * dl + 1 for o, st, k, dl in zip(out_shape, s, kernel, d)]
     flat = not any(pb) and all(n <= size for n, size in zip(lengths, in_shape))
+    # one window covering each whole plane (the 7x7 pools closing classifiers): one reduction
+    # over the contiguous plane instead of k - 1 shifted passes per axis on a one-pixel output
+    whole = flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape)
 
     def work(lo: int, hi: int) -> None:
         src = xs[lo:hi]
         if mode == "lp":  # |x|^p, then sums, then the p-th root
             src = np.abs(src) if pf == 1 else np.square(src) if pf == 2 else np.abs(src) ** cdt.type(pf)
+        if whole and all(dl == 1 for dl in d):
+            part = y[lo:hi]
+            # fmax.reduce gives NaN only for a plane of NaN alone, as the windowed path does
+            ufunc.reduce(src.reshape(hi - lo, -1), axis=1, out=part.reshape(hi - lo))
+            if mode == "avg":
+                np.multiply(part, scale, out=part)
+            elif mode == "lp" and pf == 2:
+                np.sqrt(part, out=part)
+            elif mode == "lp" and pf != 1:
+                np.power(part, cdt.type(1.0 / pf), out=part)
+            return
         if flat:
             part = y[lo:hi]
             _flat_pool(src[:, 0], kernel, s, d, pb, out_shape, ufunc, identity, part[:, 0])
