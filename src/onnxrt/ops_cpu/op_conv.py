@@ -51,6 +51,27 @@ def check_conv_shapes(x: np.ndarray, w: np.ndarray, group: int, what: str = "W")
         raise KernelError(f"{what} has {w.shape[0]} output channels, not divisible by group {group}.")
 
 
+def conv_geometry(
+    x: np.ndarray,
+    w: np.ndarray,
+    group: int,
+    kernel_shape: Sequence[int] | None,
+    strides: Sequence[int] | None,
+    dilations: Sequence[int] | None,
+    pads: Sequence[int] | None,
+    auto_pad: str = "NOTSET",
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The checked shapes and window geometry every convolution starts with (Conv, ConvInteger,
+    QLinearConv, DeformConv): (kernel, strides, dilations, pads at the start, output spatial shape)."""
+    check_conv_shapes(x, w, group)
+    nd = x.ndim - 2
+    kernel = kernel_from(w.shape, kernel_shape)
+    s = spatial_attr(strides, nd, 1, "strides")
+    d = spatial_attr(dilations, nd, 1, "dilations")
+    pb, _, out_shape = window_geometry(x.shape[2:], kernel, s, d, pads, auto_pad)
+    return kernel, s, d, tuple(pb), out_shape
+
+
 def conv_core(
     x: np.ndarray,
     w: np.ndarray,
@@ -363,12 +384,8 @@ def conv(
     """
     x = np.asarray(x)
     w = np.asarray(w)
-    check_conv_shapes(x, w, group)
+    kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
     nd = x.ndim - 2
-    kernel = kernel_from(w.shape, kernel_shape)
-    s = spatial_attr(strides, nd, 1, "strides")
-    d = spatial_attr(dilations, nd, 1, "dilations")
-    pb, _, out_shape = window_geometry(x.shape[2:], kernel, s, d, pads, auto_pad)
     cdt = compute_dtype(x.dtype)
     if x.shape[0] == 0 or w.shape[0] == 0 or 0 in out_shape:
         y = np.zeros((x.shape[0], w.shape[0]) + out_shape, cdt)

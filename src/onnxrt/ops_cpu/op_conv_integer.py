@@ -10,12 +10,9 @@ from ..errors import KernelError
 from ..registry import register
 from ._conv_common import (
     conv_attributes,
-    kernel_from,
-    spatial_attr,
-    window_geometry,
 )
 from ._op import OpRun
-from .op_conv import check_conv_shapes, conv_core
+from .op_conv import conv_core, conv_geometry
 
 #: float32 sums integers exactly below 2**24
 _F32_EXACT = 1 << 24
@@ -56,12 +53,7 @@ def integer_conv(
     """
     x = np.asarray(x)
     w = np.asarray(w)
-    check_conv_shapes(x, w, group)
-    nd = x.ndim - 2
-    kernel = kernel_from(w.shape, kernel_shape)
-    s = spatial_attr(strides, nd, 1, "strides")
-    d = spatial_attr(dilations, nd, 1, "dilations")
-    pb, _, out_shape = window_geometry(x.shape[2:], kernel, s, d, pads, auto_pad)
+    kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
     m_out = w.shape[0]
     xzp = zero_point(x_zero_point, 1, "x_zero_point", per_channel=False)
     wzp = zero_point(w_zero_point, m_out, "w_zero_point", per_channel=True)

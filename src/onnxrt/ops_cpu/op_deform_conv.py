@@ -14,13 +14,10 @@ from ._conv_common import (
     as_compute,
     compute_dtype,
     conv_attributes,
-    kernel_from,
-    spatial_attr,
     to_output,
-    window_geometry,
 )
 from ._op import OpRun
-from .op_conv import check_conv_shapes
+from .op_conv import conv_geometry
 
 
 def deform_conv(
@@ -50,14 +47,10 @@ def deform_conv(
     x = np.asarray(x)
     w = np.asarray(w)
     offset = np.asarray(offset)
-    check_conv_shapes(x, w, group)
+    kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads)
     n_img, n_ch = x.shape[:2]
     spatial = x.shape[2:]
     nd = len(spatial)
-    kernel = kernel_from(w.shape, kernel_shape)
-    s = spatial_attr(strides, nd, 1, "strides")
-    d = spatial_attr(dilations, nd, 1, "dilations")
-    pb, _, out_shape = window_geometry(spatial, kernel, s, d, pads)
     og = int(offset_group)
     if og < 1 or n_ch % og:
         raise KernelError(f"offset_group {og} must be >= 1 and divide the {n_ch} input channels.")
