@@ -10,6 +10,8 @@ import ml_dtypes
 import numpy as np
 import scipy.special
 
+from ..parallel import parallel_for
+
 # How these kernels are fast without a compiled extension
 # -------------------------------------------------------
 # numpy runs one ufunc over a whole array at a time, at about 0.15 ms per 1e6 float32
@@ -123,13 +125,26 @@ def _chunked(
     if n == 0:
         return out
     step = min(n, CHUNK)
-    bufs = [np.empty(step, dtype=buf_dtype) for _ in range(nbuf)]
-    with np.errstate(all="ignore"):
-        for start in range(0, n, step):
-            stop = min(start + step, n)
-            if stop - start != step:
-                bufs = [b[: stop - start] for b in bufs]
-            kernel(flat[start:stop], oflat[start:stop], *bufs, *args)
+
+    def chunks(lo: int, hi: int) -> None:
+        # scratch buffers belong to one range of chunks (one thread); numpy's error state
+        # is per thread, so the pool's workers set it too
+        bufs = [np.empty(step, dtype=buf_dtype) for _ in range(nbuf)]
+        with np.errstate(all="ignore"):
+            for c in range(lo, hi):
+                start = c * step
+                stop = min(start + step, n)
+                if stop - start != step:
+                    bufs = [b[: stop - start] for b in bufs]
+                kernel(flat[start:stop], oflat[start:stop], *bufs, *args)
+
+    count = -(-n // step)
+    if count == 1:
+        chunks(0, 1)
+    else:
+        # chunks are independent: large inputs use the kernel thread pool (each chunk costs
+        # 15 to 45 whole-chunk passes, numpy releases the GIL inside each)
+        parallel_for(count, chunks, work_per_item=step * 16)
     return out
 
 
