@@ -23,7 +23,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import check_same, fmt_time, make_runners, markdown_table, time_alternating  # noqa: E402
+from _common import check_same, fmt_time, make_runners, markdown_table, ort_session, time_alternating  # noqa: E402
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 WIDTH = 16
@@ -82,13 +82,7 @@ def scan_model():
 
 
 def _single_thread_ort(model):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return lambda feeds: sess.run(None, feeds)
+    return ort_session(model.SerializeToString(), threads=1)
 
 
 def _cpu_times(runners, big, small, repeat):

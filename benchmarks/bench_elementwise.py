@@ -19,7 +19,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import fmt_time, make_runners, markdown_table, time_alternating  # noqa: E402
+from _common import fmt_time, make_runners, markdown_table, ort_session, time_alternating  # noqa: E402
 
 F, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
 OPSET = 18
@@ -88,17 +88,7 @@ def _check_close(runners, feeds, atol: float) -> None:
 
 def _ort_session(runners, model, threads: int, spin: bool) -> None:
     """Replace the onnxruntime runner: ``threads`` intra-op threads (0: its default), spinning or not."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    if threads:
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-    if not spin:
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    runners["onnxruntime"] = lambda feeds: sess.run(None, feeds)
+    runners["onnxruntime"] = ort_session(model.SerializeToString(), threads, spin)
 
 
 def main() -> None:

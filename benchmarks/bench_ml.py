@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import fmt_time, make_runners, markdown_table, time_alternating  # noqa: E402
+from _common import fmt_time, make_runners, markdown_table, ort_session, time_alternating  # noqa: E402
 
 
 def models(names: list[str]):
@@ -64,8 +64,6 @@ def check_against_sklearn(model, outputs, x) -> None:
 
 def single_thread_runners(onx) -> dict:
     """onnxrt and onnxruntime sessions limited to one thread each (BLAS included)."""
-    import onnxruntime as ort
-
     import onnxrt
 
     try:
@@ -78,11 +76,7 @@ def single_thread_runners(onx) -> dict:
     opts = onnxrt.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = onnxrt.InferenceSession(data, opts)
-    oopts = ort.SessionOptions()
-    oopts.intra_op_num_threads = 1
-    oopts.inter_op_num_threads = 1
-    osess = ort.InferenceSession(data, oopts, providers=["CPUExecutionProvider"])
-    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": lambda feeds: osess.run(None, feeds)}
+    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": ort_session(data, threads=1)}
 
 
 def main() -> None:

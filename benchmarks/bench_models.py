@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import fmt_time, markdown_table  # noqa: E402
+from _common import fmt_time, markdown_table, ort_session  # noqa: E402
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 LIGHT_MODELS = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet", "vgg19", "zfnet512"]
@@ -87,12 +87,7 @@ def make_session(runtime: str, model: onnx.ModelProto):
         s = onnxrt.InferenceSession(data)
         return lambda feeds: s.run(None, feeds)
     if runtime == "onnxruntime":
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        s = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-        return lambda feeds: s.run(None, feeds)
+        return ort_session(data)
     from onnx.reference import ReferenceEvaluator
 
     r = ReferenceEvaluator(model)

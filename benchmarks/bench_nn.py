@@ -29,7 +29,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import check_same, fmt_time, make_runners, markdown_table  # noqa: E402
+from _common import check_same, fmt_time, make_runners, markdown_table, ort_session  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -117,16 +117,11 @@ def cases(rng: np.random.Generator) -> Iterator[tuple[str, str, str, float, onnx
 
 def runners_with_threads(model: onnx.ModelProto, threads: int) -> dict[str, Callable[[dict[str, Any]], Any]]:
     """onnxrt and onnxruntime sessions, onnxruntime limited to ``threads`` intra-op threads."""
-    import onnxruntime as ort
-
     import onnxrt
 
     data = model.SerializeToString()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    osess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
     sess = onnxrt.InferenceSession(data)
-    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": lambda feeds: osess.run(None, feeds)}
+    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": ort_session(data, threads)}
 
 
 def thread_limits(threads: int | None) -> contextlib.AbstractContextManager:
