@@ -14,7 +14,7 @@ from onnx import GraphProto, ModelProto, NodeProto, TensorProto
 
 from .dtypes import ONNX_TO_NP, same_dtype
 from .errors import GraphError, InvalidFeedError, ModelLoadError, describe_value
-from .model import _external_path, load_model
+from .model import load_external_data, load_model
 from .session import InferenceSession, SessionOptions
 
 #: sessions one process keeps; beyond, the least recently used is dropped
@@ -152,21 +152,9 @@ def _inline_external_data(proto: ModelProto, base_dir: str | None) -> ModelProto
     copy = ModelProto()
     copy.CopyFrom(proto)
     for t in _model_tensors(copy):
-        if t.data_location != TensorProto.EXTERNAL:
-            continue
-        # _external_path refuses a location outside base_dir, as a session does
-        path, offset, length = _external_path(t, base_dir)
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                raw = f.read() if length is None else f.read(length)
-        except OSError as e:
-            raise ModelLoadError(
-                f"External data of tensor {t.name!r} cannot be read from {path!r}: {e}."
-            ) from e
-        del t.external_data[:]
-        t.data_location = TensorProto.DEFAULT
-        t.raw_data = raw
+        if t.data_location == TensorProto.EXTERNAL:
+            # a location outside base_dir is refused, as a session does
+            load_external_data(t, base_dir)
     return copy
 
 

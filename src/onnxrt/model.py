@@ -106,22 +106,27 @@ def _external_path(tensor: TensorProto, base_dir: str | None) -> tuple[str, int,
     return full, offset, length
 
 
-def initializer_array(tensor: TensorProto, base_dir: str | None) -> np.ndarray:
-    """numpy value of an initializer, reading external data only inside ``base_dir``."""
-    if tensor.data_location != TensorProto.EXTERNAL:
-        return to_array(tensor)
+def load_external_data(tensor: TensorProto, base_dir: str | None) -> None:
+    """Read an external tensor's bytes into it (in place), only from inside ``base_dir``."""
     path, offset, length = _external_path(tensor, base_dir)
     try:
         with open(path, "rb") as f:
             f.seek(offset)
             raw = f.read() if length is None else f.read(length)
     except OSError as e:
-        raise ModelLoadError(f"External data of initializer {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+        raise ModelLoadError(f"External data of tensor {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+    del tensor.external_data[:]
+    tensor.data_location = TensorProto.DEFAULT
+    tensor.raw_data = raw
+
+
+def initializer_array(tensor: TensorProto, base_dir: str | None) -> np.ndarray:
+    """numpy value of an initializer, reading external data only inside ``base_dir``."""
+    if tensor.data_location != TensorProto.EXTERNAL:
+        return to_array(tensor)
     copy = TensorProto()
     copy.CopyFrom(tensor)
-    del copy.external_data[:]
-    copy.data_location = TensorProto.DEFAULT
-    copy.raw_data = raw
+    load_external_data(copy, base_dir)
     try:
         return to_array(copy)
     except ValueError as e:
