@@ -58,53 +58,65 @@ def _set_conv_params(g: Graph, conv: Node, w: np.ndarray, b: np.ndarray, dtype: 
     conv.inputs = [conv.inputs[0], wname, bname]
 
 
+def _folded(g: Graph, conv: Node, nxt: Node, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The Conv's weight and bias (float64) with ``nxt`` folded in, or None when it cannot be."""
+    cout, rank = w.shape[0], w.ndim
+    if nxt.op_type == "BatchNormalization":
+        if not inference_batch_norm(nxt):
+            return None
+        vals = [g.const(n) for n in nxt.inputs[1:5]]
+        if any(v is None for v in vals):
+            return None
+        scale, bias, mean, var = (v.astype(np.float64).reshape(-1) for v in vals)  # type: ignore[union-attr]
+        eps = float(nxt.attr("epsilon", 1e-5))
+        k = scale / np.sqrt(var + eps)
+        return np.asarray(w, np.float64) * k.reshape((-1,) + (1,) * (rank - 1)), (np.asarray(b, np.float64) - mean) * k + bias
+    if nxt.op_type in ("Mul", "Add") and nxt.opset >= 7:
+        other = nxt.inputs[1] if nxt.inputs[0] == conv.outputs[0] else nxt.inputs[0]
+        c = g.const(other)
+        if c is None:
+            return None
+        vec = _channel_vector(c, cout, rank)
+        if vec is None:
+            return None
+        if nxt.op_type == "Mul":
+            return np.asarray(w, np.float64) * vec.reshape((-1,) + (1,) * (rank - 1)), np.asarray(b, np.float64) * vec
+        return np.asarray(w, np.float64), np.asarray(b, np.float64) + vec
+    return None
+
+
 def fold_conv_bn(g: Graph) -> bool:
     """Conv -> BatchNormalization (inference) becomes one Conv; so do Conv -> Mul/Add by
-    per-channel constants (the decomposed batch norm some exporters write)."""
+    per-channel constants (the decomposed batch norm some exporters write).
+
+    One pass over the nodes: a Conv absorbs its chain of foldable readers (Conv -> BN ->
+    Mul -> Add) in float64, rounded once. The readers map stays valid: a fold only renames the Conv's
+    output to the folded node's, whose readers do not change.
+    """
     changed = False
-    again = True
-    while again:
-        again = False
-        consumers = g.consumers()
-        for conv in g.nodes:
-            params = _conv_params(g, conv)
-            if params is None:
-                continue
+    consumers = g.consumers()
+    removed: set[int] = set()
+    for conv in list(g.nodes):
+        if id(conv) in removed:
+            continue
+        params = _conv_params(g, conv)
+        if params is None:
+            continue
+        w, b = params
+        dtype, folded = w.dtype, False
+        while True:
             nxt = _single_reader(g, consumers, conv.outputs[0])
             if nxt is None or nxt.domain != "":
-                continue
-            w, b = params
-            wd, bd = w.astype(np.float64), b.astype(np.float64)
-            cout, rank = w.shape[0], w.ndim
-            if nxt.op_type == "BatchNormalization":
-                if not inference_batch_norm(nxt):
-                    continue
-                vals = [g.const(n) for n in nxt.inputs[1:5]]
-                if any(v is None for v in vals):
-                    continue
-                scale, bias, mean, var = (v.astype(np.float64).reshape(-1) for v in vals)  # type: ignore[union-attr]
-                eps = float(nxt.attr("epsilon", 1e-5))
-                k = scale / np.sqrt(var + eps)
-                w_new = wd * k.reshape((-1,) + (1,) * (rank - 1))
-                b_new = (bd - mean) * k + bias
-            elif nxt.op_type in ("Mul", "Add") and nxt.opset >= 7:
-                other = nxt.inputs[1] if nxt.inputs[0] == conv.outputs[0] else nxt.inputs[0]
-                c = g.const(other)
-                if c is None:
-                    continue
-                vec = _channel_vector(c, cout, rank)
-                if vec is None:
-                    continue
-                if nxt.op_type == "Mul":
-                    w_new = wd * vec.reshape((-1,) + (1,) * (rank - 1))
-                    b_new = bd * vec
-                else:
-                    w_new, b_new = wd, bd + vec
-            else:
-                continue
-            _set_conv_params(g, conv, w_new, b_new, w.dtype)
+                break
+            # the chain accumulates in float64 and is rounded to the weights' type once
+            new = _folded(g, conv, nxt, w, b)
+            if new is None:
+                break
+            w, b = new
             conv.outputs = [nxt.outputs[0]]
             g.nodes.remove(nxt)
-            changed = again = True
-            break
+            removed.add(id(nxt))
+            changed = folded = True
+        if folded:
+            _set_conv_params(g, conv, w, b, dtype)
     return changed
