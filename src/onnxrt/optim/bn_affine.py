@@ -13,29 +13,31 @@ def fold_bn_affine(g: Graph) -> bool:
     BatchNormalization with scale*k and bias*k + a (some exporters write the affine part of
     a batch norm as separate Mul and Add)."""
     changed = False
-    again = True
-    while again:
-        again = False
-        consumers = g.consumers()
-        for bn in g.nodes:
-            if not inference_batch_norm(bn):
-                continue
+    consumers = g.consumers()
+    removed: set[int] = set()
+    # one pass: a BatchNormalization absorbs its chain of Mul/Add in place; the readers map
+    # stays valid (a fold only renames the node's output to the absorbed node's)
+    for bn in list(g.nodes):
+        if id(bn) in removed or not inference_batch_norm(bn):
+            continue
+        shape = g.shape(bn.inputs[0])
+        if shape is None or len(shape) < 2:
+            continue
+        while True:
             params = [g.const(n) for n in bn.inputs[1:5]]
-            shape = g.shape(bn.inputs[0])
-            if any(p is None for p in params) or shape is None or len(shape) < 2:
-                continue
+            if any(p is None for p in params):
+                break
             nxt = _single_reader(g, consumers, bn.outputs[0])
             if nxt is None or nxt.domain != "" or nxt.op_type not in ("Mul", "Add") or nxt.opset < 7:
-                continue
+                break
             other = nxt.inputs[1] if nxt.inputs[0] == bn.outputs[0] else nxt.inputs[0]
             c = g.const(other)
             scale, bias = params[0], params[1]
             if c is None or c.dtype != scale.dtype:
-                continue
-            channels = scale.shape[0]
-            vec = _channel_vector(c, channels, len(shape))
+                break
+            vec = _channel_vector(c, scale.shape[0], len(shape))
             if vec is None:
-                continue
+                break
             s64, b64 = scale.astype(np.float64), bias.astype(np.float64)
             if nxt.op_type == "Mul":
                 s64, b64 = s64 * vec, b64 * vec
@@ -46,6 +48,6 @@ def fold_bn_affine(g: Graph) -> bool:
             bn.inputs[2] = g.add_constant(bn.inputs[2], b64.astype(bias.dtype))
             bn.outputs = [nxt.outputs[0]] + list(bn.outputs[1:])
             g.nodes.remove(nxt)
-            changed = again = True
-            break
+            removed.add(id(nxt))
+            changed = True
     return changed

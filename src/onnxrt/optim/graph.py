@@ -16,7 +16,7 @@ from ..model import node_free_names
 _ids = itertools.count()
 
 
-@dataclass
+@dataclass(eq=False)  # nodes are compared by identity (list.remove, membership)
 class Node:
     """A node being optimised; ``attrs`` keeps the AttributeProtos untouched unless a pass sets them."""
 
