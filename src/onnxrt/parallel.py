@@ -324,7 +324,8 @@ MIN_PARALLEL_MATMUL = 1 << 20
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.matmul(a, b)`` with large products split over the kernel thread pool by column
-    blocks of ``b`` (each block a single-threaded BLAS call; numpy releases the GIL).
+    blocks of ``b``, or by row blocks of a 2-D ``a`` when ``b`` has few columns (each block
+    a single-threaded BLAS call; numpy releases the GIL).
 
     Same broadcasting and result as ``np.matmul``; ``out`` (optional) receives it.
     """
@@ -343,10 +344,23 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         batch = max(batch, b.size // max(1, k * n))
     work = batch * rows * k
     blas_single(work * n)
-    if b.ndim < 2 or n < 64 or work * n < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
+    if b.ndim < 2 or work * n < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    by_rows = n < 64 and a.ndim == 2 and rows >= 64
+    if n < 64 and not by_rows:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:
         out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (rows, n), np.result_type(a, b))
+    if by_rows:
+        # few columns (a late convolution layer: 7x7 = 49 pixels): split the rows of ``a``
+        # (output channels) instead, in whole 16-row panels
+        row_work = k * n * 16
+
+        def row_block(lo: int, hi: int) -> None:
+            np.matmul(a[lo * 16:hi * 16], b, out=out[..., lo * 16:hi * 16, :])
+
+        parallel_for((rows + 15) // 16, row_block, work_per_item=row_work)
+        return out
 
     def block(lo: int, hi: int) -> None:
         np.matmul(a, b[..., lo:hi], out=out[..., lo:hi])

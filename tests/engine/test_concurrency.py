@@ -134,7 +134,8 @@ def test_parallel_matmul_equals_numpy():
     from onnxrt import parallel
 
     rng = np.random.default_rng(0)
-    for sa, sb in [((64, 576), (576, 3136)), ((2, 3, 64, 20), (20, 3000)), ((300, 70), (70,)), ((5, 7), (7, 3)), ((4, 1, 33, 40), (3, 40, 700))]:
+    for sa, sb in [((64, 576), (576, 3136)), ((2, 3, 64, 20), (20, 3000)), ((300, 70), (70,)), ((5, 7), (7, 3)), ((4, 1, 33, 40), (3, 40, 700)),
+                   ((520, 900), (900, 49)), ((1000, 600), (600, 50))]:  # the last two split by rows
         a = rng.standard_normal(sa).astype(np.float32)
         b = rng.standard_normal(sb).astype(np.float32)
         got, want = parallel.matmul(a, b), np.matmul(a, b)
