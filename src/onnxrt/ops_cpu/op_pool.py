@@ -452,29 +452,21 @@ def pool(
     flat = not any(pb) and all(n <= size for n, size in zip(lengths, in_shape))
     # one window covering each whole plane (the 7x7 pools closing classifiers): one reduction
     # over the contiguous plane instead of k - 1 shifted passes per axis on a one-pixel output
-    whole = flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape)
+    one_window = flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
 
     def work(lo: int, hi: int) -> None:
         src = xs[lo:hi]
         if mode == "lp":  # |x|^p, then sums, then the p-th root
             src = np.abs(src) if pf == 1 else np.square(src) if pf == 2 else np.abs(src) ** cdt.type(pf)
-        if whole and all(dl == 1 for dl in d):
-            part = y[lo:hi]
+        part = y[lo:hi]
+        if one_window:
             # fmax.reduce gives NaN only for a plane of NaN alone, as the windowed path does
             ufunc.reduce(src.reshape(hi - lo, -1), axis=1, out=part.reshape(hi - lo))
-            if mode == "avg":
-                np.multiply(part, scale, out=part)
-            elif mode == "lp" and pf == 2:
-                np.sqrt(part, out=part)
-            elif mode == "lp" and pf != 1:
-                np.power(part, cdt.type(1.0 / pf), out=part)
-            return
-        if flat:
-            part = y[lo:hi]
+        elif flat:
             _flat_pool(src[:, 0], kernel, s, d, pb, out_shape, ufunc, identity, part[:, 0])
         else:
-            part = _separable(src, kernel, s, d, pb, out_shape, ufunc, identity, out=y[lo:hi])
-        if mode == "max" and cdt.kind == "f":
+            part = _separable(src, kernel, s, d, pb, out_shape, ufunc, identity, out=part)
+        if mode == "max" and cdt.kind == "f" and not one_window:
             _nan_only_windows(src, part, kernel, s, d, pb, out_shape)
         if mode == "avg":
             np.multiply(part, scale, out=part)
