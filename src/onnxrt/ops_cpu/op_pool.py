@@ -452,7 +452,9 @@ def pool(
     flat = not any(pb) and all(n <= size for n, size in zip(lengths, in_shape))
     # one window covering each whole plane (the 7x7 pools closing classifiers): one reduction
     # over the contiguous plane instead of k - 1 shifted passes per axis on a one-pixel output
-    one_window = flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
+    one_window = (
+        flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
+    )
 
     def work(lo: int, hi: int) -> None:
         src = xs[lo:hi]
