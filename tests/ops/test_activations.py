@@ -311,6 +311,20 @@ def test_softmax_kernels_directly():
     np.testing.assert_allclose(log_softmax(x), np.log(_np_softmax(x, -1)))
 
 
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_large_softmax_split_over_threads_equals_one_call(axis):
+    """From 256K elements the lanes are split by blocks of the first axis over the kernel
+    pool: every lane gives exactly what one call gives (axis 0 is not split)."""
+    from onnxrt.ops_cpu.op_softmax import _softmax_native
+
+    x = np.random.default_rng(3).standard_normal((300, 40, 30)).astype(np.float32) * 5
+    for fn, log in ((softmax, False), (log_softmax, True)):
+        y = fn(x, axis=axis)
+        assert y.dtype == np.float32 and y.shape == x.shape
+        np.testing.assert_array_equal(y, _softmax_native(x, axis % 3, log))
+    np.testing.assert_allclose(softmax(x, axis=axis).astype(np.float64), _np_softmax(f64(x), axis), rtol=1e-5, atol=1e-7)
+
+
 # ----------------------------------------------------------------------------------------
 # differential tests against onnxruntime
 # ----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..parallel import parallel_for
 from ..registry import register
 from ._op import OpRun
 
@@ -32,6 +33,26 @@ def _softmax_native(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
     return np.divide(y, s, out=y)
 
 
+#: elements from which Softmax/LogSoftmax split their rows over the kernel pool
+_PARALLEL_SIZE = 1 << 18
+
+
+def _softmax_rows(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    """:func:`_softmax_native` with the lanes split over the kernel pool by blocks of the
+    first axis (not the softmax axis: each block holds whole lanes). np.exp dominates and
+    is compute-bound, so a second core halves it; each lane is computed as in one call."""
+    if x.size < _PARALLEL_SIZE or axis == 0 or x.shape[0] < 2:
+        return _softmax_native(x, axis, log)
+    out = np.empty(x.shape, dtype=x.dtype)
+
+    def rows(lo: int, hi: int) -> None:
+        with np.errstate(all="ignore"):  # numpy's error state is per thread
+            out[lo:hi] = _softmax_native(x[lo:hi], axis, log)
+
+    parallel_for(x.shape[0], rows, work_per_item=(x.size // x.shape[0]) * 16)
+    return out
+
+
 def _hardmax_native(x: np.ndarray, axis: int, log: bool = False) -> np.ndarray:
     # the first maximum of each lane gets 1 (argmax returns the first occurrence)
     idx = np.expand_dims(np.argmax(x, axis=axis), axis)
@@ -55,7 +76,7 @@ def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False)
     if x.size == 0:
         return x.copy()
     dt = x.dtype
-    work = x if dt in _NATIVE or kernel is _softmax_native else x.astype(np.float32)
+    work = x if dt in _NATIVE or kernel is _softmax_rows else x.astype(np.float32)
     if coerce_2d:
         # [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}]: the operation runs over the whole trailing block
         shape = work.shape
@@ -68,12 +89,12 @@ def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False)
 
 def softmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
     """exp(x) / sum(exp(x)) along ``axis``, in the input's float type (see :func:`_apply`)."""
-    return _apply(_softmax_native, x, axis, coerce_2d)
+    return _apply(_softmax_rows, x, axis, coerce_2d)
 
 
 def log_softmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
     """x - log(sum(exp(x))) along ``axis``, computed with the maximum subtracted first."""
-    return _apply(_softmax_native, x, axis, coerce_2d, log=True)
+    return _apply(_softmax_rows, x, axis, coerce_2d, log=True)
 
 
 def hardmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
