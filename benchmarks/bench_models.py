@@ -7,8 +7,9 @@ declared shape, outputs compared with the shipped ones, rtol 1e-3: the "output o
 at batch 1 and a skl2onnx logistic regression at 1 row. Latencies are medians of
 alternating runs in one process (onnx.reference runs once: it is slow); session
 creation is the median of three after a warm-up. Peak memory is
-the peak resident set size of a fresh process that creates the session and runs it
-(/proc VmHWM; Linux only), measured per runtime in its own subprocess.
+the peak resident set size of a fresh process that creates the session and runs it, above
+the process with the runtime imported (/proc VmHWM; Linux only), measured per runtime in its
+own subprocess.
 """
 
 from __future__ import annotations
@@ -103,8 +104,11 @@ def _vm(field: str) -> int:
 
 
 def child(name: str, runtime: str) -> None:
-    """Subprocess mode: peak RSS of creating a session and running it once."""
+    """Subprocess mode: peak RSS of creating a session and running it once, above the
+    process with the model loaded and the runtime imported (imports are not the run's:
+    scipy alone, which onnxrt imports, is ~15 MB of resident code)."""
     model, feeds, _ = load(name)
+    __import__("onnxrt" if runtime == "onnxrt" else "onnxruntime" if runtime == "onnxruntime" else "onnx.reference")
     base = _vm("VmRSS:")
     run = make_session(runtime, model)
     run(feeds)
