@@ -317,12 +317,53 @@ def test_large_softmax_split_over_threads_equals_one_call(axis):
     pool: every lane gives exactly what one call gives (axis 0 is not split)."""
     from onnxrt.ops_cpu.op_softmax import _softmax_native
 
+    from onnxrt.ops_cpu import _jit
+
     x = np.random.default_rng(3).standard_normal((300, 40, 30)).astype(np.float32) * 5
+    k = _jit.kernels()
     for fn, log in ((softmax, False), (log_softmax, True)):
         y = fn(x, axis=axis)
         assert y.dtype == np.float32 and y.shape == x.shape
-        np.testing.assert_array_equal(y, _softmax_native(x, axis % 3, log))
+        if axis == -1:  # the last axis runs the compiled loop: the split equals its one call
+            one = np.empty((300 * 40, 30), np.float32)
+            k.softmax_rows(x.reshape(-1, 30), x.reshape(-1, 30).max(axis=1), one, log)
+            np.testing.assert_array_equal(y, one.reshape(x.shape))
+        else:
+            np.testing.assert_array_equal(y, _softmax_native(x, axis % 3, log))
+        with _jit.disabled():
+            np.testing.assert_array_equal(fn(x, axis=axis), _softmax_native(x, axis % 3, log))
     np.testing.assert_allclose(softmax(x, axis=axis).astype(np.float64), _np_softmax(f64(x), axis), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_compiled_softmax_rows_accuracy_and_special_values(log):
+    """The numba row loop against the numpy path and float64: NaN or +inf in a row make the whole row NaN
+    (as numpy's formula does), -inf entries give 0 (-inf for LogSoftmax), rows are exact to a few ulp."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((64, 257)) * 30).astype(np.float32)
+    x[3, 7] = np.nan
+    x[4, 0] = np.inf
+    x[5, :200] = -np.inf
+    x[6] = -np.inf
+    fn = log_softmax if log else softmax
+    y = fn(x)
+    with _jit.disabled(), np.errstate(invalid="ignore"):
+        expected = fn(x)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    for row in (3, 4, 6):
+        assert np.isnan(y[row]).all()
+    ok = ~np.isnan(expected)
+    # LogSoftmax near 0 is (x - max) - log(sum): absolute error of an ulp of log(sum)
+    np.testing.assert_allclose(y[ok], expected[ok], rtol=3e-6, atol=5e-7 if log else 1e-37)
+    xx = f64(np.delete(x, [3, 4, 6], axis=0))
+    with np.errstate(divide="ignore"):
+        ref = np.log(_np_softmax(xx, -1)) if log else _np_softmax(xx, -1)
+        # x - max rounds in float32 (|x - max| up to ~200 here: 1e-5 relative after exp)
+        np.testing.assert_allclose(np.delete(y, [3, 4, 6], axis=0), ref, rtol=1e-5, atol=5e-7 if log else 1e-37)
+    assert _jit.kernels() is not None
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""_fastmath kernels: accuracy in ulp against float64 over dense sweeps, special values, chunking, float16 casts, dispatch."""
+"""_fastmath kernels, compiled and numpy paths: accuracy in ulp against float64 over dense sweeps, special values, chunking, float16 casts, dispatch."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import scipy.special as sp
 
 from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.ops_cpu import _jit
 from onnxrt.ops_cpu import family_activation as fa
 
 from .test_elementwise import run
@@ -19,6 +20,17 @@ F32 = np.float32
 BF16 = np.dtype(ml_dtypes.bfloat16)
 TINY = float(np.finfo(np.float32).tiny)  # smallest normal float32
 SQRT1_2 = 1.0 / math.sqrt(2.0)
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def kernel_path(request):
+    """Every test runs twice: with the numba loops (_jit_kernels) and with the numpy passes."""
+    if request.param == "numpy":
+        with _jit.disabled():
+            yield request.param
+    else:
+        assert _jit.kernels() is not None, _jit.LOAD_ERROR  # numba is a dependency: its loss must show
+        yield request.param
 
 
 def _ordered(a: np.ndarray) -> np.ndarray:

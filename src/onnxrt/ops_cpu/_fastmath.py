@@ -11,6 +11,7 @@ import numpy as np
 import scipy.special
 
 from ..parallel import parallel_for
+from . import _jit
 
 # How these kernels are fast without a compiled extension
 # -------------------------------------------------------
@@ -39,6 +40,7 @@ _F32 = np.dtype(np.float32)
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _f32 = np.float32
 _U32 = np.uint32
+_ONE = _f32(1.0)
 
 #: elements per chunk: large enough that the ~1 us cost of each ufunc call stays small,
 #: small enough that a kernel's scratch buffers (3 or 4 of them) stay around 1 MiB each
@@ -48,6 +50,10 @@ CHUNK = 1 << 18
 #: 2-4K elements for the ELUs and softplus, 8-16K for erf and Gelu (scipy's erf is fast on
 #: small arrays), 32-64K for the float16 casts
 MIN_SIZE = 4096
+#: from this many elements on the compiled loops beat numpy and scipy (a call costs ~2 us)
+JIT_MIN_SIZE = 1024
+#: elements per chunk of a compiled (numba) kernel: ~30 us of work, the unit the pool shares
+JIT_CHUNK = 1 << 16
 ERF_MIN_SIZE = 1 << 14
 CAST_MIN_SIZE = 1 << 16
 
@@ -108,8 +114,15 @@ def _chunked(
     out_dtype: np.dtype = _F32,
     buf_dtype: np.dtype = _F32,
     out: np.ndarray | None = None,
+    jit: Callable[[np.ndarray, np.ndarray], object] | None = None,
+    jit_split: bool = True,
 ) -> np.ndarray:
     """Run ``kernel(x_chunk, out_chunk, *buffers, *args)`` over CHUNK-sized pieces of ``x`` (any shape, any strides).
+
+    ``jit``, when given, is a compiled loop ``jit(x_chunk, out_chunk)`` that replaces the
+    kernel (and its buffers): one pass per element instead of the kernel's 15 to 45, so
+    its chunks are smaller (JIT_CHUNK) and split over the pool from two chunks on, unless
+    ``jit_split`` is False (the casts: memory-bound, a second thread only adds its wake-up).
 
     The kernel reads its input chunk (never writes it) and fills the output chunk; the
     ``nbuf`` scratch buffers are allocated here, once per call. ``out``, when given, is a
@@ -123,6 +136,17 @@ def _chunked(
     oflat = out.reshape(-1)
     n = flat.size
     if n == 0:
+        return out
+    if jit is not None:
+        if not jit_split:
+            jit(flat, oflat)
+            return out
+        step = min(n, JIT_CHUNK)
+
+        def compiled(lo: int, hi: int) -> None:
+            jit(flat[lo * step:hi * step], oflat[lo * step:hi * step])
+
+        parallel_for(-(-n // step), compiled, work_per_item=step * 2)
         return out
     step = min(n, CHUNK)
 
@@ -146,6 +170,15 @@ def _chunked(
         # 15 to 45 whole-chunk passes, numpy releases the GIL inside each)
         parallel_for(count, chunks, work_per_item=step * 16)
     return out
+
+
+def _compiled(name: str, *args: Any) -> Callable[[np.ndarray, np.ndarray], object] | None:
+    """The numba loop ``name`` of _jit_kernels bound to ``args`` (after x and out), or None without numba."""
+    k = _jit.kernels()
+    if k is None:
+        return None
+    fn = getattr(k, name)
+    return fn if not args else (lambda x, y: fn(x, y, *args))
 
 
 # -- erf ------------------------------------------------------------------------------------
@@ -187,7 +220,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     (clipped into their domains) and merge exactly. erf(+-0) = +-0, erf(+-inf) = +-1,
     NaN stays NaN.
     """
-    return _chunked(_erf_chunk, x, 3)
+    return _chunked(_erf_chunk, x, 3, jit=_compiled("erf"))
 
 
 def _erf_at_split() -> np.float32:
@@ -254,7 +287,8 @@ def gelu(x: np.ndarray) -> np.ndarray:
     formula is 100 ulp off at -2.5 and has no correct digit below -4. gelu(+inf) = inf,
     gelu(-inf) = NaN and gelu(-0) = -0, as the formula gives.
     """
-    return _chunked(_gelu_chunk, x, 4)
+    k = _jit.kernels()
+    return _chunked(_gelu_chunk, x, 4, jit=None if k is None else _gelu_compiled(k))
 
 
 def _gelu_far(x: np.ndarray) -> np.ndarray:
@@ -265,6 +299,16 @@ def _gelu_far(x: np.ndarray) -> np.ndarray:
     y *= _f32(0.5)  # before x: erfc <= 2, so x * 2 could overflow
     y *= x
     return y
+
+
+def _gelu_compiled(k: Any) -> Callable[[np.ndarray, np.ndarray], None]:
+    def run(x: np.ndarray, y: np.ndarray) -> None:
+        if k.gelu(x, y):  # the loop counted |x| > GELU_CLIP: their far tail, as the numpy kernel does
+            big = np.flatnonzero(np.abs(x) > GELU_CLIP)
+            with np.errstate(all="ignore"):  # -inf gives NaN, as the formula does
+                y[big] = _gelu_far(x[big])
+
+    return run
 
 
 _MINUS_SQRT1_2 = _f32(-1.0 / math.sqrt(2.0))
@@ -332,17 +376,18 @@ def _elu_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, r: np.ndarray, z: np
 
 def elu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
     """Elu of a float32 array: x for x > 0, alpha (exp(x) - 1) otherwise, from :func:`expm1_neg` (1-2 ulp)."""
-    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, None)
+    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, None, jit=_compiled("elu", _f32(alpha), _ONE, _ONE))
 
 
 def selu(x: np.ndarray, alpha: float = 1.67326319217681884765625, gamma: float = 1.05070102214813232421875) -> np.ndarray:
     """Selu of a float32 array: gamma x for x > 0, (gamma alpha) (exp(x) - 1) otherwise (gamma alpha rounded once)."""
-    return _chunked(_elu_chunk, x, 3, _f32(_f32(alpha) * _f32(gamma)), _f32(gamma), None)
+    ag, g = _f32(_f32(alpha) * _f32(gamma)), _f32(gamma)
+    return _chunked(_elu_chunk, x, 3, ag, g, None, jit=_compiled("elu", ag, g, _ONE))
 
 
 def celu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
     """Celu of a float32 array for alpha > 0: max(0, x) + alpha (exp(min(x, 0) / alpha) - 1)."""
-    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, _f32(alpha))
+    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, _f32(alpha), jit=_compiled("elu", _f32(alpha), _ONE, _f32(alpha)))
 
 
 # -- sigmoid and softplus --------------------------------------------------------------------------
@@ -368,7 +413,7 @@ def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     down to the subnormals keep their accuracy (sigmoid(-100) = 3.7e-44, not 0).
     ``out`` may be ``x`` itself (a C-contiguous float32 array) for an in-place sigmoid.
     """
-    return _chunked(_sigmoid_chunk, x, 1, out=out)
+    return _chunked(_sigmoid_chunk, x, 1, out=out, jit=_compiled("sigmoid"))
 
 
 def _softplus_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, w: np.ndarray, w2: np.ndarray) -> None:
@@ -404,7 +449,7 @@ def softplus(x: np.ndarray) -> np.ndarray:
     Within 3 ulp: no overflow for large x, softplus(x) ~ exp(x) to np.exp's accuracy (2 ulp) for very
     negative x, softplus(+inf) = inf, softplus(-inf) = 0.
     """
-    return _chunked(_softplus_chunk, x, 3)
+    return _chunked(_softplus_chunk, x, 3, jit=_compiled("softplus"))
 
 
 # -- float32 <-> float16 ----------------------------------------------------------------------------
@@ -449,7 +494,9 @@ def f32_to_f16(x: np.ndarray) -> np.ndarray:
     Round to nearest even, overflow to +-inf from 65520 on, subnormal halves and signed
     zeros exact, NaN payloads truncated to 10 bits as numpy does (kept NaN).
     """
-    out = _chunked(_to_f16_chunk, x, 3, out_dtype=np.dtype(np.uint16), buf_dtype=np.dtype(np.uint32))
+    k = _jit.kernels()
+    jit = None if k is None else k.f32_to_f16
+    out = _chunked(_to_f16_chunk, x, 3, out_dtype=np.dtype(np.uint16), buf_dtype=np.dtype(np.uint32), jit=jit, jit_split=False)
     return out.view(_F16)
 
 
@@ -472,15 +519,18 @@ def _from_f16_chunk(h: np.ndarray, y: np.ndarray, u: np.ndarray) -> None:
 
 def f16_to_f32(x: np.ndarray) -> np.ndarray:
     """float16 -> float32 (exact) by a shift, a mask and one multiplication by 2**112; bit-exact with numpy."""
-    return _chunked(_from_f16_chunk, x.view(np.uint16), 1, buf_dtype=np.dtype(np.uint32))
+    k = _jit.kernels()
+    jit = None if k is None else (lambda h, y: k.f16_to_f32(h, y.view(_U32)))
+    return _chunked(_from_f16_chunk, x.view(np.uint16), 1, buf_dtype=np.dtype(np.uint32), jit=jit, jit_split=False)
 
 
 # -- dispatch -------------------------------------------------------------------------------------
 
 
 def float_kernel(fast: Callable[..., np.ndarray | None], slow: Callable[..., np.ndarray], min_size: int = MIN_SIZE) -> Callable[..., np.ndarray]:
-    """A table kernel: ``fast`` for float32 inputs of at least ``min_size`` elements (float16
-    and bfloat16 through float32, with the fast casts for float16), ``slow`` otherwise.
+    """A table kernel: ``fast`` for float32 inputs of at least ``min_size`` elements (JIT_MIN_SIZE
+    when the compiled loops are available; float16 and bfloat16 through float32, with the
+    fast casts for float16), ``slow`` otherwise.
 
     ``fast(x32, **attributes)`` may return None to decline (an attribute value it does not
     cover); ``slow(x, **attributes)`` handles every type. Both compute the same function
@@ -488,7 +538,7 @@ def float_kernel(fast: Callable[..., np.ndarray | None], slow: Callable[..., np.
     """
 
     def kernel(x: np.ndarray, **kw: Any) -> np.ndarray:
-        if x.size >= min_size:
+        if x.size >= min_size or (x.size >= JIT_MIN_SIZE and _jit.kernels() is not None):
             dt = x.dtype
             if dt == _F32:
                 y = fast(x, **kw)

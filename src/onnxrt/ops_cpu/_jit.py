@@ -1,0 +1,60 @@
+"""The numba-compiled kernels, loaded on first use; None (numpy's paths) without numba or with ONNXRT_JIT=0."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from types import ModuleType
+
+#: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
+ENABLED = os.environ.get("ONNXRT_JIT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+_LOCK = threading.Lock()
+_MODULE: ModuleType | None = None
+_TRIED = False
+#: why the kernels could not be loaded (None when they were, or were never asked for)
+LOAD_ERROR: str | None = None
+
+
+def kernels() -> ModuleType | None:
+    """The module of compiled kernels (``_jit_kernels``), or None when numba is not
+    installed, failed to load, or the kernels are disabled: callers then run their numpy
+    code, which computes the same functions within the same stated accuracy.
+
+    Importing numba costs about 0.3 s, so it happens at the first kernel that wants it,
+    not at ``import onnxrt``; each kernel compiles on its first call for a given argument
+    type (or loads from numba's on-disk cache).
+    """
+    global _MODULE, _TRIED, LOAD_ERROR
+    if not ENABLED:
+        return None
+    if _TRIED:
+        return _MODULE
+    with _LOCK:
+        if not _TRIED:
+            try:
+                from . import _jit_kernels
+            except ImportError as exc:  # numba (or llvmlite) not installed
+                LOAD_ERROR = f"numba is not available ({exc})"
+            except Exception as exc:  # a broken numba install must not break the runtime
+                LOAD_ERROR = f"numba kernels failed to load: {type(exc).__name__}: {exc}"
+                warnings.warn(f"onnxrt: {LOAD_ERROR}; using the numpy kernels.", RuntimeWarning, stacklevel=2)
+            else:
+                _MODULE = _jit_kernels
+            _TRIED = True
+    return _MODULE
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the numpy paths inside the block (tests compare both paths; not thread safe)."""
+    global ENABLED
+    saved = ENABLED
+    ENABLED = False
+    try:
+        yield
+    finally:
+        ENABLED = saved

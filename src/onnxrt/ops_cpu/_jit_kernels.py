@@ -1,0 +1,279 @@
+"""Numba-compiled float32 loops behind _fastmath's kernels and Softmax: one fused pass per element."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from . import _fastmath as fm
+
+# Why these loops are written as they are
+# ---------------------------------------
+# numba compiles each function for the host CPU and LLVM vectorises a loop over
+# contiguous float32 arrays (8 lanes with AVX2) when its body has no call it cannot inline
+# and no branch it cannot turn into a select: every helper below is inlined, both sides of
+# every branch are computed and selected (``a if c else b``), and error_model="numpy"
+# drops the division-by-zero check that would otherwise stop vectorisation. fastmath is
+# off (no reassociation: the Cody-Waite reduction and the rounding constant below rely on
+# each float32 operation being rounded as written), except in the two reductions of
+# Softmax, whose order does not matter within float32 rounding.
+# The polynomials are _fastmath's (scripts/fit_fastmath.py), so both paths approximate
+# the same functions with the same accuracy bounds (tests/ops/test_fastmath.py runs both).
+# cache=True keeps the machine code in __pycache__ (or numba's user cache directory) so a
+# process pays the compilation (about a second per kernel) once per installation.
+
+_OPTS = {"nogil": True, "cache": True, "error_model": "numpy", "fastmath": {"contract"}}
+_INLINE = {"nogil": True, "error_model": "numpy", "inline": "always", "fastmath": {"contract"}}
+_f32 = np.float32
+_ONE = _f32(1.0)
+_ZERO = _f32(0.0)
+_INF = _f32(np.inf)
+
+
+@intrinsic
+def _bits_to_f32(typingctx, bits):
+    """The float32 whose bit pattern is the low 32 bits of the integer ``bits`` (no conversion;
+    numba widens int32 arithmetic to 64 bits, the truncation undoes it)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = args[0]
+        if bits.bitwidth != 32:
+            value = builder.trunc(value, ir.IntType(32))
+        return builder.bitcast(value, ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _f32_to_bits(typingctx, value):
+    """The bit pattern of the float32 ``value`` as a uint32."""
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(value), codegen
+
+
+@intrinsic
+def _f32_to_f16_bits(typingctx, value):
+    """The float16 nearest ``value`` (ties to even; F16C's vcvtps2ph where the CPU has it), as uint16 bits."""
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(value), codegen
+
+
+@intrinsic
+def _f16_bits_to_f32(typingctx, bits):
+    """The float32 value of the float16 with bits ``bits`` (exact; F16C's vcvtph2ps)."""
+    if bits != types.uint16:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@njit(**_INLINE)
+def _horner(coefs, t):
+    acc = coefs[-1]
+    for k in range(len(coefs) - 2, -1, -1):
+        acc = acc * t + coefs[k]
+    return acc
+
+
+@njit(**_INLINE)
+def _clip(x, lo, hi):
+    # x86's maxps/minps exactly (one instruction each), in the operand order that returns
+    # x when it is NaN: NaN flows through the arithmetic after it at no cost
+    c = lo if lo > x else x
+    return hi if hi < c else c
+
+
+#: the bits of _fastmath's rounding constant: bits(c log2e + rounder) minus these is rint(c log2e)
+_ROUNDER_BITS = np.int32(fm._ROUNDER.view(np.int32))
+
+
+@njit(**_INLINE)
+def _exp(x):
+    """exp of a float32 (about 1 ulp): x = k ln2 + r, exp(r) = 1 + expm1(r) by _fastmath's
+    polynomial, times 2**k applied as two normal powers of two (k's halves), so results
+    down to the subnormals round once and large x gives inf. NaN stays NaN."""
+    c = _clip(x, _f32(-104.0), _f32(89.0))
+    t = c * fm._LOG2E + fm._ROUNDER  # the rounder leaves rint(c log2e) in t's low mantissa bits
+    k = t - fm._ROUNDER
+    r = (c - k * fm._LN2_HI) - k * fm._LN2_LO  # exact first step: k ln2_hi is exact
+    p = (_horner(fm.EXPM1, r) * r + _ONE) * r
+    # the integer k from t's bits (a float -> int conversion would not vectorise on AVX2)
+    ki = np.int32(_f32_to_bits(t)) - _ROUNDER_BITS
+    k1 = ki >> 1
+    k2 = ki - k1
+    # NaN went through the clip and every step above: y is NaN
+    return (_ONE + p) * _bits_to_f32((k1 + 127) << 23) * _bits_to_f32((k2 + 127) << 23)
+
+
+@njit(**_OPTS)
+def sigmoid(x, y):
+    # e / (1 + e) with e = exp(x), as fm.sigmoid: no overflow below, 1 where exp overflows
+    for i in range(x.size):
+        e = _exp(x[i])
+        s = e / (_ONE + e)
+        y[i] = _ONE if e == _INF else s
+
+
+@njit(**_OPTS)
+def erf(x, y):
+    # |x| <= 1: x + x Q(x^2); above: 1 - exp(P(|x| - 1)) clipped at 3.925 (rounds to 1), signed
+    for i in range(x.size):
+        v = x[i]
+        a = abs(v)
+        s = a if a < fm.ERF_SPLIT else fm.ERF_SPLIT
+        small = s + s * _horner(fm.ERF_SMALL, s * s)
+        t = _clip(a, fm.ERF_SPLIT, fm.ERF_CLIP) - fm.ERF_SPLIT
+        large = _ONE - _exp(_horner(fm.ERF_LARGE, t))
+        r = math.copysign(small if a <= fm.ERF_SPLIT else large, v)
+        y[i] = r if v == v else v
+
+
+@njit(**_OPTS)
+def gelu(x, y):
+    """Gelu as fm.gelu; returns whether some |x| exceeds GELU_CLIP (the caller recomputes those)."""
+    top = np.uint32(0)  # the largest |x| as bits: an integer reduction vectorises, a float one would not
+    for i in range(x.size):
+        v = x[i]
+        a = abs(v)
+        s = _clip(v, -fm.GELU_SPLIT, fm.GELU_SPLIT)
+        small = (_horner(fm.GELU_SMALL, s * s) * s + _f32(0.5)) * s
+        t = _clip(a, fm.GELU_SPLIT, fm.GELU_CLIP) - fm.GELU_SPLIT
+        large = max(v, _ZERO) - _exp(_horner(fm.GELU_LARGE, t)) * a
+        r = small if a <= fm.GELU_SPLIT else large
+        y[i] = r if v == v else v
+        top = max(top, _f32_to_bits(a))
+    return top > _CLIP_BITS
+
+
+_CLIP_BITS = np.uint32(fm.GELU_CLIP.view(np.uint32))
+
+
+@njit(**_INLINE)
+def _expm1_neg(v):
+    # expm1(min(v, 0)) as fm._expm1_neg_into: 2**k expm1(r) - (1 - 2**k)
+    c = _clip(v, fm._EXPM1_LOW, _ZERO)
+    k = (c * fm._LOG2E + fm._ROUNDER) - fm._ROUNDER
+    r = (c - k * fm._LN2_HI) - k * fm._LN2_LO
+    p = (_horner(fm.EXPM1, r) * r + _ONE) * r
+    s = _bits_to_f32((np.int32(k) + np.int32(127)) << np.int32(23))
+    return p * s - (_ONE - s)
+
+
+@njit(**_OPTS)
+def elu(x, y, alpha, gamma, scale):
+    # alpha expm1(min(x / scale, 0)) + gamma max(x, 0): Elu (gamma = scale = 1), Selu, Celu
+    # (1 multiplies and divides exactly); +-0 gives gamma * +-0, NaN stays NaN
+    for i in range(x.size):
+        v = x[i]
+        r = alpha * _expm1_neg(v / scale) + gamma * max(v, _ZERO)
+        y[i] = r if v != _ZERO else gamma * v
+        if v != v:
+            y[i] = v
+
+
+@njit(**_OPTS)
+def softplus(x, y):
+    # max(x, 0) + log1p(exp(-|x|)), log1p(t) = t - w (t - w^2 S(w^2)), w = t / (2 + t)
+    for i in range(x.size):
+        v = x[i]
+        t = _exp(-abs(v))
+        w = t / (_f32(2.0) + t)
+        w2 = w * w
+        r = max(v, _ZERO) + (t - (t - _horner(fm.LOG1P, w2) * w2) * w)
+        y[i] = r if v == v else v
+
+
+@njit(**_OPTS)
+def f32_to_f16(x, h):
+    # the hardware conversion (round to nearest even, inf from 65520 on, subnormals); NaN
+    # keeps its sign and top 10 payload bits (at least 1) as numpy's astype does, where the
+    # hardware would also set the quiet bit
+    for i in range(x.size):
+        v = x[i]
+        u = _f32_to_bits(v)
+        nan = ((u >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7C00) | max((u & np.uint32(0x007FFFFF)) >> np.uint32(13), np.uint32(1))
+        h[i] = np.uint16(nan) if v != v else _f32_to_f16_bits(v)
+
+
+@njit(**_OPTS)
+def f16_to_f32(h, y):
+    # h: float16 bits as uint16, y: float32 bits as uint32. Exact; NaN payloads are kept as
+    # they are (numpy does not set the quiet bit, the hardware would)
+    for i in range(h.size):
+        b = h[i]
+        special = ((np.uint32(b) & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((np.uint32(b) & np.uint32(0x03FF)) << np.uint32(13))
+        y[i] = special if (b & np.uint16(0x7C00)) == np.uint16(0x7C00) else _f32_to_bits(_f16_bits_to_f32(b))
+
+
+#: exp(x) is a normal float32 from here up; softmax flushes the (subnormal) results below to 0
+_EXP_NORMAL_LOW = _f32(-87.33)
+
+
+@njit(**_INLINE)
+def _exp_nonpositive(x):
+    """exp(x) for finite x <= 0 or -inf (about 1 ulp), 0 below -87.33 where exp is subnormal:
+    Softmax's exp, one power of two and no NaN or overflow cases (onnxruntime flushes too)."""
+    c = x if x > _EXP_NORMAL_LOW else _EXP_NORMAL_LOW
+    t = c * fm._LOG2E + fm._ROUNDER
+    k = t - fm._ROUNDER
+    r = (c - k * fm._LN2_HI) - k * fm._LN2_LO
+    p = (_horner(fm.EXPM1, r) * r + _ONE) * r
+    # k << 23 from t's bits (the rounder's own bits shift out of the 32), plus 1.0's exponent
+    y = (_ONE + p) * _bits_to_f32((_f32_to_bits(t) << np.uint32(23)) + np.uint32(0x3F800000))
+    return y if x > _EXP_NORMAL_LOW else _ZERO
+
+
+@njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz"})
+def _row_sum(x):
+    s = _ZERO
+    for i in range(x.size):
+        s += x[i]
+    return s
+
+
+@njit(**_OPTS)
+def softmax_rows(x, maxima, y, log):
+    """Softmax (or LogSoftmax when ``log``) of each row of the 2-D float32 array ``x`` into
+    ``y``, given each row's maximum (numpy's max reduction vectorises, a float max loop
+    here would not). A row whose maximum is not finite (a NaN, +inf, or only -inf in it)
+    is NaN throughout, as exp(x - max) / sum gives; exp(x - max) below 1.2e-38 is 0.
+    The division is a multiplication by the reciprocal of the sum (one more rounding, as
+    onnxruntime does)."""
+    for row in range(x.shape[0]):
+        src = x[row]
+        dst = y[row]
+        m = maxima[row]
+        if not (m - m == _ZERO):  # NaN or an infinite maximum
+            for i in range(src.size):
+                dst[i] = np.nan
+            continue
+        for i in range(src.size):
+            dst[i] = _exp_nonpositive(src[i] - m)
+        s = _row_sum(dst)
+        if log:
+            ls = _f32(math.log(s))
+            for i in range(src.size):
+                dst[i] = (src[i] - m) - ls
+        else:
+            inv = _ONE / s
+            for i in range(src.size):
+                dst[i] = dst[i] * inv

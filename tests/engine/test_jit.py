@@ -1,0 +1,98 @@
+"""The numba kernels are optional and lazy: import onnxrt never loads numba, ONNXRT_JIT=0 runs numpy's paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from onnxrt.ops_cpu import _jit
+
+_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from onnx import TensorProto, helper
+    import onnxrt
+
+    after_import = "numba" in sys.modules
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Erf", ["x"], ["e"]),
+             helper.make_node("Softmax", ["x"], ["m"], axis=-1),
+             helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16)]
+    vi = lambda n, t: helper.make_tensor_value_info(n, t, [256, 512])
+    graph = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT)],
+                              [vi("s", TensorProto.FLOAT), vi("e", TensorProto.FLOAT), vi("m", TensorProto.FLOAT),
+                               vi("h", TensorProto.FLOAT16)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = (np.random.default_rng(0).standard_normal((256, 512)) * 4).astype(np.float32)
+    outs = onnxrt.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.savez(sys.argv[1], *outs)
+    print(after_import, "numba" in sys.modules)
+    """
+)
+
+
+def _run(tmp_path, jit: str) -> tuple[str, list[np.ndarray]]:
+    out = tmp_path / f"outs_{jit}.npz"
+    env = dict(os.environ, ONNXRT_JIT=jit)
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with np.load(out) as data:
+        return proc.stdout.strip(), [data[f"arr_{i}"] for i in range(4)]
+
+
+def test_numba_loads_at_the_first_kernel_not_at_import_and_onnxrt_jit_0_keeps_it_out(tmp_path):
+    flags_on, on = _run(tmp_path, "1")
+    flags_off, off = _run(tmp_path, "0")
+    assert flags_on == "False True"  # not imported by `import onnxrt`, imported by the first large Sigmoid
+    assert flags_off == "False False"  # ONNXRT_JIT=0: never imported
+    for a, b in zip(on, off):
+        assert a.dtype == b.dtype and a.shape == b.shape == (256, 512)
+    s_on, e_on, m_on, h_on = on
+    s_off, e_off, m_off, h_off = off
+    # both paths compute the same functions within their stated accuracy (a few float32 ulp)
+    np.testing.assert_allclose(s_on, s_off, rtol=4e-7, atol=1e-38)
+    np.testing.assert_allclose(e_on, e_off, rtol=2.5e-7, atol=1e-38)
+    np.testing.assert_allclose(m_on, m_off, rtol=3e-6, atol=1e-37)
+    np.testing.assert_array_equal(h_on.view(np.uint16), h_off.view(np.uint16))  # the casts are bit-exact
+
+
+def test_the_kernels_load_here_and_disabled_turns_them_off():
+    assert _jit.kernels() is not None, _jit.LOAD_ERROR
+    assert _jit.LOAD_ERROR is None
+    with _jit.disabled():
+        assert _jit.kernels() is None
+    assert _jit.kernels() is not None
+
+
+def test_compiled_kernels_run_concurrently_from_many_threads():
+    """nogil loops called from 8 threads at once (and the first compilation racing): same results."""
+    import threading
+
+    from onnxrt.ops_cpu import _fastmath as fm
+
+    x = (np.random.default_rng(1).standard_normal(300_000) * 3).astype(np.float32)
+    expected = fm.erf(x)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(5):
+                results.append(fm.erf(x))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 40
+    for r in results:
+        assert r.dtype == np.float32
+        np.testing.assert_array_equal(r, expected)
