@@ -903,6 +903,7 @@ def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
 
     monkeypatch.setattr(parallel, "KERNEL_THREADS", 4)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 1)
+    monkeypatch.setattr(op_conv, "_JIT_PART_TAPS", 1)  # the compiled depthwise loop splits too
     calls = []
     real = parallel._executor
 
@@ -935,3 +936,41 @@ def test_depthwise_infinite_weight_meets_the_zero_padding():
     y = conv(x, w, group=2, pads=[1, 1, 1, 1])
     assert np.isnan(y[0, 0, 0, 0]) and np.isinf(y[0, 0, 1, 1])
     np.testing.assert_array_equal(y[0, 1], conv(x[:, 1:], w[1:], pads=[1, 1, 1, 1])[0, 0])
+
+
+@pytest.mark.parametrize(
+    "kernel, strides, dilations, pads, n_img",
+    [
+        ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1),
+        ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 2),
+        ((3, 3), (2, 1), (2, 1), (0, 2, 1, 0), 1),
+        ((5, 5), (1, 1), (1, 1), (2, 2, 2, 2), 3),
+        ((1, 3), (3, 2), (1, 3), (0, 4, 0, 4), 1),
+        ((3, 3), (1, 1), (1, 1), (0, 0, 0, 0), 2),
+        ((7, 7), (4, 4), (1, 1), (3, 3, 3, 3), 1),  # kernel wider than some rows' reach
+    ],
+)
+def test_compiled_depthwise_equals_the_numpy_path(kernel, strides, dilations, pads, n_img):
+    """The numba depthwise loop (float32, 2-D, one output per channel) against the im2col
+    path and a float64 direct sum: same shape and dtype, float32 rounding apart."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(7)
+    ch = 37
+    x = rng.standard_normal((n_img, ch, 13, 11)).astype(np.float32)
+    w = rng.standard_normal((ch, 1) + kernel).astype(np.float32)
+    b = rng.standard_normal(ch).astype(np.float32)
+    kw = dict(group=ch, strides=list(strides), dilations=list(dilations), pads=list(pads), kernel_shape=list(kernel))
+    assert _jit.kernels() is not None
+    y = conv(x, w, b, **kw)
+    with _jit.disabled():
+        expected = conv(x, w, b, **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    ref = conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    # an infinite weight must meet the zero padding as NaN (the padding is materialised)
+    w[0, 0, 0, 0] = np.inf
+    if any(pads):
+        with np.errstate(invalid="ignore"):
+            assert np.isnan(conv(x, w, b, **kw)).any()

@@ -513,3 +513,37 @@ def test_one_window_per_plane_reduces_the_plane(mode):
     assert yh.dtype == np.float16
     ref = pool(xh.astype(np.float32), mode, [5, 5]).astype(np.float16)
     np.testing.assert_allclose(yh.astype(np.float32), ref.astype(np.float32), rtol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize(
+    "kernel, strides, dilations, pads, ceil_mode, include_pad",
+    [
+        ((3, 3), (2, 2), (1, 1), (0, 0, 0, 0), 1, 0),  # squeezenet's ceil-mode max pools
+        ((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0, 1),
+        ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 0, 0),
+        ((2, 3), (1, 2), (2, 1), (1, 0, 2, 1), 1, 1),
+        ((5, 5), (3, 3), (1, 1), (2, 2, 2, 2), 1, 0),
+        ((3, 3), (1, 1), (3, 3), (4, 4, 4, 4), 0, 0),  # dilated windows wholly in the padding
+    ],
+)
+def test_compiled_pool2d_equals_the_numpy_path(mode, kernel, strides, dilations, pads, ceil_mode, include_pad):
+    """The numba pooling loop (float32, 2-D) against the numpy strided-view path, NaN included:
+    a window of NaN alone gives NaN, a number beats NaN, a window only in the padding gives -inf."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 5, 9, 10)).astype(np.float32)
+    x[0, 0, :3, :3] = np.nan
+    x[0, 1, 4, 4] = np.nan
+    x[1, 2, :, 0] = -np.inf
+    kw = dict(strides=list(strides), dilations=list(dilations), pads=list(pads), ceil_mode=ceil_mode, count_include_pad=include_pad)
+    assert _jit.kernels() is not None
+    y = pool(x, mode, kernel, **kw)
+    with _jit.disabled():
+        expected = pool(x, mode, kernel, **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+    if mode == "max":
+        np.testing.assert_array_equal(y, expected)  # max is exact

@@ -52,8 +52,8 @@ CHUNK = 1 << 18
 MIN_SIZE = 4096
 #: from this many elements on the compiled loops beat numpy and scipy (a call costs ~2 us)
 JIT_MIN_SIZE = 1024
-#: elements per chunk of a compiled (numba) kernel: ~30 us of work, the unit the pool shares
-JIT_CHUNK = 1 << 16
+#: elements per part of a compiled (numba) kernel split over the pool (see _jit.split)
+JIT_PART = 1 << 19
 ERF_MIN_SIZE = 1 << 14
 CAST_MIN_SIZE = 1 << 16
 
@@ -120,9 +120,9 @@ def _chunked(
     """Run ``kernel(x_chunk, out_chunk, *buffers, *args)`` over CHUNK-sized pieces of ``x`` (any shape, any strides).
 
     ``jit``, when given, is a compiled loop ``jit(x_chunk, out_chunk)`` that replaces the
-    kernel (and its buffers): one pass per element instead of the kernel's 15 to 45, so
-    its chunks are smaller (JIT_CHUNK) and split over the pool from two chunks on, unless
-    ``jit_split`` is False (the casts: memory-bound, a second thread only adds its wake-up).
+    kernel (and its buffers): one pass per element instead of the kernel's 15 to 45, in
+    parts of at least JIT_PART elements over the pool, or in one call when ``jit_split``
+    is False (the casts: memory-bound, a second thread only adds its wake-up).
 
     The kernel reads its input chunk (never writes it) and fills the output chunk; the
     ``nbuf`` scratch buffers are allocated here, once per call. ``out``, when given, is a
@@ -140,13 +140,8 @@ def _chunked(
     if jit is not None:
         if not jit_split:
             jit(flat, oflat)
-            return out
-        step = min(n, JIT_CHUNK)
-
-        def compiled(lo: int, hi: int) -> None:
-            jit(flat[lo * step:hi * step], oflat[lo * step:hi * step])
-
-        parallel_for(-(-n // step), compiled, work_per_item=step * 2)
+        else:
+            _jit.split(n, lambda lo, hi: jit(flat[lo:hi], oflat[lo:hi]), JIT_PART)
         return out
     step = min(n, CHUNK)
 

@@ -6,8 +6,10 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
+
+from ..parallel import MIN_PARALLEL_WORK, parallel_for
 
 #: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
 ENABLED = os.environ.get("ONNXRT_JIT", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -58,3 +60,20 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         ENABLED = saved
+
+
+def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
+    """``fn(lo, hi)`` over [0, total) in as few parts as the pool's threads can share, each
+    of at least ``min_part`` items (one call below 2 * min_part).
+
+    A compiled loop's dispatch holds the GIL (a few microseconds) and waking the pool's
+    worker costs 30-70 us on this kind of virtual machine, so compiled kernels split late
+    and in large parts: measured on two cores, a float32 sigmoid gains from a second
+    thread from about 1e6 elements on (1.4x), loses below 512K.
+    """
+    parts = min(4, total // min_part)
+    if parts <= 1:
+        fn(0, total)
+        return
+    bounds = [total * i // parts for i in range(parts + 1)]
+    parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK)

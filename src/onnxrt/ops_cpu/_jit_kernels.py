@@ -277,3 +277,170 @@ def softmax_rows(x, maxima, y, log):
             inv = _ONE / s
             for i in range(src.size):
                 dst[i] = dst[i] * inv
+
+
+# -- 2-D depthwise convolution and pooling ------------------------------------------------------
+# Each plane is copied into a padded scratch plane of row pitch PW (zeros for the
+# convolution and the average, -inf for the maximum; the border is filled once per call),
+# so every kernel tap covers the whole output: output pixel (oh, t) reads
+# flat[(oh sh + i dh) PW + t sw + j dw] for tap (i, j). With unit strides, q = oh PW + t
+# makes each tap one loop over the whole plane (the columns t >= OW of each pitch are
+# computed and dropped); other strides loop per output row. The loops index flat arrays
+# with unsigned integers: numba tests signed indices for wrap-around, which stops LLVM's
+# vectorisation, and each array slice costs two atomic reference-count updates, which
+# dominated small planes (shufflenet's 7x7). The maximum writes each tap's result into the
+# other of two buffers: ``acc[q] = v if v > acc[q] else acc[q]`` in place compiles to a
+# conditional store that does not vectorise; the out-of-place form is one vmaxps.
+
+_U = np.uintp
+
+
+@njit(**_INLINE)
+def _plane_into(xf, base, height, width, buf, pitch, rows, pt, pl):
+    # the interior of the padded plane: buf[(pt + h) pitch + pl + w] = x[base + h W + w], clipped to buf
+    n = min(width, pitch - pl)
+    for h in range(min(height, rows - pt)):
+        src = _U(base + h * width)
+        dst = _U((pt + h) * pitch + pl)
+        for c in range(_U(n)):
+            buf[dst + c] = xf[src + c]
+
+
+@njit(**_INLINE)
+def _geometry(out_h, out_w, kh, kw, sh, sw, dh, dw):
+    # pitch and rows of the padded plane (every read of the loops below stays inside),
+    # then the runs: (count, length, input step, output step)
+    pitch = (out_w - 1) * sw + (kw - 1) * dw + 1
+    rows = (out_h - 1) * sh + (kh - 1) * dh + 1
+    if sh == 1 and sw == 1:
+        return pitch, rows, 1, out_h * pitch - (pitch - out_w), 0, 0
+    return pitch, rows, out_h, out_w, sh * pitch, pitch
+
+
+@njit(**_INLINE)
+def _tap_add(acc, out0, buf, in0, sw, n, wv):
+    # acc[out0 + q] += wv * buf[in0 + sw q], q < n
+    if sw == 1:
+        for q in range(_U(n)):
+            acc[out0 + q] += wv * buf[in0 + q]
+    elif sw == 2:
+        for q in range(_U(n)):
+            acc[out0 + q] += wv * buf[in0 + _U(2) * q]
+    else:
+        for q in range(_U(n)):
+            acc[out0 + q] += wv * buf[in0 + _U(sw) * q]
+
+
+@njit(**_INLINE)
+def _tap_max(dst, cur, out0, buf, in0, sw, n):
+    # dst[out0 + q] = max(cur[out0 + q], buf[in0 + sw q]); a NaN tap never wins (maxps keeps cur)
+    if sw == 1:
+        for q in range(_U(n)):
+            v = buf[in0 + q]
+            a = cur[out0 + q]
+            dst[out0 + q] = v if v > a else a
+    elif sw == 2:
+        for q in range(_U(n)):
+            v = buf[in0 + _U(2) * q]
+            a = cur[out0 + q]
+            dst[out0 + q] = v if v > a else a
+    else:
+        for q in range(_U(n)):
+            v = buf[in0 + _U(sw) * q]
+            a = cur[out0 + q]
+            dst[out0 + q] = v if v > a else a
+
+
+@njit(**_INLINE)
+def _plane_out(yf, base, acc, out_h, out_w, pitch):
+    for oh in range(out_h):
+        dst = _U(base + oh * out_w)
+        src = _U(oh * pitch)
+        for t in range(_U(out_w)):
+            yf[dst + t] = acc[src + t]
+
+
+@njit(**_OPTS)
+def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
+    """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
+    w: (C, KH, KW), all C-contiguous; ``first`` is the index of x[0] among all planes).
+
+    The zero padding is materialised, so an infinite weight meeting it gives NaN as the
+    definition says. Taps accumulate in row-major kernel order, with fused multiply-adds."""
+    planes, height, width = x.shape
+    out_h, out_w = y.shape[1], y.shape[2]
+    n_ch, kh, kw = w.shape
+    pitch, rows, runs, n, step_in, step_out = _geometry(out_h, out_w, kh, kw, sh, sw, dh, dw)
+    buf = np.zeros(rows * pitch, np.float32)
+    acc = np.empty(out_h * pitch, np.float32)
+    xf, yf, wf = x.reshape(-1), y.reshape(-1), w.reshape(-1)
+    for p in range(planes):
+        c = (first + p) % n_ch
+        _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
+        acc[:] = _ZERO
+        for i in range(kh):
+            for j in range(kw):
+                wv = wf[_U((c * kh + i) * kw + j)]
+                for run in range(runs):
+                    _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
+        _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
+
+
+@njit(**_OPTS)
+def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
+    """Max (is_max) or average pooling of the planes x (planes, H, W) into y (planes, OH, OW).
+
+    Max keeps a NaN only when its window holds nothing else (a number beats NaN, as
+    onnxruntime's '>' comparison does); a window wholly in the padding gives -inf. Average
+    sums the window (the padding adds zeros) and multiplies by ``inv`` (OH, OW), 1 / the
+    count of cells that count."""
+    planes, height, width = x.shape
+    out_h, out_w = y.shape[1], y.shape[2]
+    pitch, rows, runs, n, step_in, step_out = _geometry(out_h, out_w, kh, kw, sh, sw, dh, dw)
+    buf = np.full(rows * pitch, -_INF if is_max else _ZERO, np.float32)
+    cur = np.empty(out_h * pitch, np.float32)
+    nxt = np.empty(out_h * pitch, np.float32)
+    xf, yf, invf = x.reshape(-1), y.reshape(-1), inv.reshape(-1)
+    for p in range(planes):
+        _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
+        a, b = cur, nxt
+        a[:] = -_INF if is_max else _ZERO
+        for i in range(kh):
+            for j in range(kw):
+                for run in range(runs):
+                    in0 = _U(run * step_in + i * dh * pitch + j * dw)
+                    if is_max:
+                        _tap_max(b, a, _U(run * step_out), buf, in0, sw, n)
+                    else:
+                        _tap_add(a, _U(run * step_out), buf, in0, sw, n, _ONE)
+                if is_max:
+                    a, b = b, a
+        base = p * out_h * out_w
+        _plane_out(yf, base, a, out_h, out_w, pitch)
+        if is_max:
+            for q in range(_U(out_h * out_w)):
+                if yf[base + q] == -_INF:  # rare: -inf, or NaN only (a NaN never wins '>')
+                    yf[base + q] = _max_window_nan(x[p], q // out_w, q % out_w, kh, kw, sh, sw, dh, dw, pt, pl)
+        else:
+            for q in range(_U(out_h * out_w)):
+                yf[base + q] *= invf[q]
+
+
+@njit(nogil=True, error_model="numpy")
+def _max_window_nan(plane, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl):
+    # -inf when the window holds a number (or nothing), NaN when it holds only NaN
+    height, width = plane.shape
+    nan = False
+    for i in range(kh):
+        ih = oh * sh + i * dh - pt
+        if ih < 0 or ih >= height:
+            continue
+        for j in range(kw):
+            iw = ow * sw + j * dw - pl
+            if iw < 0 or iw >= width:
+                continue
+            v = plane[ih, iw]
+            if v == v:
+                return -_INF
+            nan = True
+    return np.float32(np.nan) if nan else -_INF

@@ -29,6 +29,7 @@ from ._conv_common import (
     window_view,
 )
 from ..parallel import blas_single
+from . import _jit
 from ._op import OpRun
 
 #: bytes of im2col columns built at once; larger batches are processed in chunks of images
@@ -120,6 +121,8 @@ def conv_core(
         return y.reshape((n_img, m_out) + tuple(out_shape))
 
     if cg == 1 and group > 1:
+        if len(kernel) == 2 and m_out == n_ch and dtype == np.float32 and (k := _jit.kernels()) is not None:
+            return _depthwise_compiled(k, x, w, pads_begin, strides, dilations, out_shape)
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
@@ -221,6 +224,28 @@ def _im2col_same(
         coarse_parallel_for(xs.shape[0], work, work_per_item=kp * rows_out)
 
     return fill
+
+
+#: multiply-adds per part of the compiled depthwise loop split over the pool (~0.5 ms of work)
+_JIT_PART_TAPS = 1 << 22
+
+
+def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, dilations, out_shape) -> np.ndarray:
+    """2-D float32 depthwise correlation (one output per channel) by the numba loop
+    ``depthwise_conv2d``: each plane zero-padded once, then per output row one vectorised
+    multiply-add per tap; blocks of planes go to the kernel pool. Several times the im2col
+    path on shufflenet's 3x3 layers, whose columns cost more than their product."""
+    n_img, n_ch = x.shape[:2]
+    planes = n_img * n_ch
+    xs = np.ascontiguousarray(x).reshape((planes,) + x.shape[2:])
+    wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
+    y = np.empty((planes,) + tuple(out_shape), np.float32)
+
+    def work(lo: int, hi: int) -> None:
+        k.depthwise_conv2d(xs[lo:hi], wk, y[lo:hi], lo, *strides, *dilations, *pads_begin)
+
+    _jit.split(planes, work, max(1, _JIT_PART_TAPS // (prod(out_shape) * w.shape[2] * w.shape[3])))
+    return y.reshape((n_img, n_ch) + tuple(out_shape))
 
 
 #: bytes of depthwise columns built at once per thread (measured: 1-4 MB blocks are equally fast,

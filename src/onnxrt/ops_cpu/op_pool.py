@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
+from . import _jit
 from ._conv_common import (
     _WIDENED,
     check_auto_pad,
@@ -25,6 +26,9 @@ from ._conv_common import (
 from ._op import OpRun
 
 POOL_MODES = ("max", "avg", "lp")
+_F32 = np.dtype(np.float32)
+#: the compiled max pool's unused scale argument (one array type: one compilation)
+_NO_SCALE = np.ones((1, 1), _F32)
 
 
 def _pool_dtype(dtype: np.dtype) -> np.dtype:
@@ -455,6 +459,20 @@ def pool(
     one_window = (
         flat and tuple(lengths) == tuple(in_shape) and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
     )
+
+    if nd == 2 and cdt == _F32 and mode != "lp" and not one_window and (k := _jit.kernels()) is not None:
+        # the numba loop: per output row, one vectorised max/add per tap over the columns it reaches
+        inv = np.ascontiguousarray(np.broadcast_to(scale, full[:2] + tuple(out_shape))[0, 0], dtype=_F32) if mode == "avg" else _NO_SCALE
+        planes3 = np.ascontiguousarray(xs).reshape((planes,) + tuple(in_shape))
+        y3 = y.reshape((planes,) + tuple(out_shape))
+        (kh, kw), (sh, sw), (dh, dw) = kernel, s, d
+
+        def compiled(lo: int, hi: int) -> None:
+            k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1], mode == "max", inv)
+
+        _jit.split(planes, compiled, max(1, (1 << 22) // (prod(out_shape) * prod(kernel))))
+        y = y.reshape(full)
+        return y if y.dtype == out_dtype else y.astype(out_dtype)
 
     def work(lo: int, hi: int) -> None:
         src = xs[lo:hi]
