@@ -386,44 +386,81 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
         _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
 
 
+@njit(**_INLINE)
+def _reduce_into(dst, a, b, b0, n, is_max):
+    # dst[q] = fmax(a[q], b[b0 + q]) (NaN loses against a number on either side) or
+    # a[q] + b[b0 + q], q < n; dst may be a for the sum, not for the maximum (see above)
+    if is_max:
+        for q in range(_U(n)):
+            v = b[b0 + q]
+            c = a[q]
+            dst[q] = v if (v > c) | (c != c) else c
+    else:
+        for q in range(_U(n)):
+            dst[q] = a[q] + b[b0 + q]
+
+
 @njit(**_OPTS)
 def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     """Max (is_max) or average pooling of the planes x (planes, H, W) into y (planes, OH, OW).
 
-    Max keeps a NaN only when its window holds nothing else (a number beats NaN, as
-    onnxruntime's '>' comparison does); a window wholly in the padding gives -inf. Average
-    sums the window (the padding adds zeros) and multiplies by ``inv`` (OH, OW), 1 / the
-    count of cells that count."""
+    Separable: the padded plane is reduced along its rows over the kw taps at every
+    column (flat loops over the whole plane), then along its columns over the kh taps,
+    for output rows only, then every sw-th column is kept: kh + kw - 2 vectorised
+    passes instead of kh kw strided ones. Max keeps a NaN only when its window holds
+    nothing else (a number beats NaN, as onnxruntime's '>' comparison does); a window
+    wholly in the padding gives -inf. Average sums the window (the padding adds zeros) and
+    multiplies by ``inv`` (OH, OW), 1 / the count of cells that count."""
     planes, height, width = x.shape
     out_h, out_w = y.shape[1], y.shape[2]
-    pitch, rows, runs, n, step_in, step_out = _geometry(out_h, out_w, kh, kw, sh, sw, dh, dw)
+    pitch = (out_w - 1) * sw + (kw - 1) * dw + 1
+    rows = (out_h - 1) * sh + (kh - 1) * dh + 1
+    span = rows * pitch - (kw - 1) * dw  # flat cells whose row reduction stays inside the plane
     buf = np.full(rows * pitch, -_INF if is_max else _ZERO, np.float32)
-    cur = np.empty(out_h * pitch, np.float32)
-    nxt = np.empty(out_h * pitch, np.float32)
+    h0 = np.empty(rows * pitch, np.float32)
+    h1 = np.empty(rows * pitch, np.float32)
+    v0 = np.empty(pitch, np.float32)
+    v1 = np.empty(pitch, np.float32)
     xf, yf, invf = x.reshape(-1), y.reshape(-1), inv.reshape(-1)
     for p in range(planes):
         _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
-        a, b = cur, nxt
-        a[:] = -_INF if is_max else _ZERO
-        for i in range(kh):
-            for j in range(kw):
-                for run in range(runs):
-                    in0 = _U(run * step_in + i * dh * pitch + j * dw)
-                    if is_max:
-                        _tap_max(b, a, _U(run * step_out), buf, in0, sw, n)
-                    else:
-                        _tap_add(a, _U(run * step_out), buf, in0, sw, n, _ONE)
-                if is_max:
-                    a, b = b, a
-        base = p * out_h * out_w
-        _plane_out(yf, base, a, out_h, out_w, pitch)
-        if is_max:
-            for q in range(_U(out_h * out_w)):
-                if yf[base + q] == -_INF:  # rare: -inf, or NaN only (a NaN never wins '>')
-                    yf[base + q] = _max_window_nan(x[p], q // out_w, q % out_w, kh, kw, sh, sw, dh, dw, pt, pl)
+        # along the rows: h[q] = reduce_j buf[q + j dw]
+        if kw == 1:
+            h = buf
         else:
-            for q in range(_U(out_h * out_w)):
-                yf[base + q] *= invf[q]
+            _reduce_into(h0, buf, buf, _U(dw), span, is_max)
+            h, spare = h0, h1
+            for j in range(2, kw):
+                if is_max:
+                    _reduce_into(spare, h, buf, _U(j * dw), span, True)
+                    h, spare = spare, h
+                else:
+                    _reduce_into(h, h, buf, _U(j * dw), span, False)
+        base = p * out_h * out_w
+        for oh in range(out_h):
+            # along the columns, output row oh: v[c] = reduce_i h[(oh sh + i dh) pitch + c]
+            r0 = _U(oh * sh * pitch)
+            if kh == 1:
+                v, v_at = h, r0
+            else:
+                _reduce_into(v0, h[r0:], h, r0 + _U(dh * pitch), pitch - (kw - 1) * dw, is_max)
+                v, spare, v_at = v0, v1, _U(0)
+                for i in range(2, kh):
+                    if is_max:
+                        _reduce_into(spare, v, h, r0 + _U(i * dh * pitch), pitch - (kw - 1) * dw, True)
+                        v, spare = spare, v
+                    else:
+                        _reduce_into(v, v, h, r0 + _U(i * dh * pitch), pitch - (kw - 1) * dw, False)
+            out = _U(base + oh * out_w)
+            if is_max:
+                for t in range(_U(out_w)):
+                    m = v[v_at + t * _U(sw)]
+                    # rare: -inf, or NaN only (a NaN never wins '>')
+                    yf[out + t] = m if m != -_INF else _max_window_nan(x[p], oh, t, kh, kw, sh, sw, dh, dw, pt, pl)
+            else:
+                scale = _U(oh * out_w)
+                for t in range(_U(out_w)):
+                    yf[out + t] = v[v_at + t * _U(sw)] * invf[scale + t]
 
 
 @njit(nogil=True, error_model="numpy")
