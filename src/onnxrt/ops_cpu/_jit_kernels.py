@@ -387,80 +387,96 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
 
 
 @njit(**_INLINE)
-def _reduce_into(dst, a, b, b0, n, is_max):
-    # dst[q] = fmax(a[q], b[b0 + q]) (NaN loses against a number on either side) or
-    # a[q] + b[b0 + q], q < n; dst may be a for the sum, not for the maximum (see above)
+def _reduce_into(dst, d0, a, a0, b, b0, n, is_max):
+    # dst[d0 + q] = fmax(a[a0 + q], b[b0 + q]) (NaN loses against a number on either side)
+    # or the sum, q < n; dst may be a (same offsets) for the sum, not for the maximum
     if is_max:
         for q in range(_U(n)):
             v = b[b0 + q]
-            c = a[q]
-            dst[q] = v if (v > c) | (c != c) else c
+            c = a[a0 + q]
+            dst[d0 + q] = v if (v > c) | (c != c) else c
     else:
         for q in range(_U(n)):
-            dst[q] = a[q] + b[b0 + q]
+            dst[d0 + q] = a[a0 + q] + b[b0 + q]
 
 
 @njit(**_OPTS)
 def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     """Max (is_max) or average pooling of the planes x (planes, H, W) into y (planes, OH, OW).
 
-    Separable: the padded plane is reduced along its rows over the kw taps at every
-    column (flat loops over the whole plane), then along its columns over the kh taps,
-    for output rows only, then every sw-th column is kept: kh + kw - 2 vectorised
-    passes instead of kh kw strided ones. Max keeps a NaN only when its window holds
-    nothing else (a number beats NaN, as onnxruntime's '>' comparison does); a window
-    wholly in the padding gives -inf. Average sums the window (the padding adds zeros) and
-    multiplies by ``inv`` (OH, OW), 1 / the count of cells that count."""
+    Separable: the padded plane is first reduced along its columns over the kh taps, for
+    the output rows only (one loop per output row and tap over the whole padded width),
+    then along its rows over the kw taps at every column (one flat loop per tap over all
+    output rows), then every sw-th column is kept: kh + kw - 2 vectorised passes instead
+    of kh kw strided ones. Max keeps a NaN only when its window holds nothing else (a
+    number beats NaN, as onnxruntime's '>' comparison does); a window wholly in the
+    padding gives -inf. Average sums the window (the padding adds zeros) and multiplies
+    by ``inv`` (OH, OW), 1 / the count of cells that count."""
     planes, height, width = x.shape
     out_h, out_w = y.shape[1], y.shape[2]
     pitch = (out_w - 1) * sw + (kw - 1) * dw + 1
     rows = (out_h - 1) * sh + (kh - 1) * dh + 1
-    span = rows * pitch - (kw - 1) * dw  # flat cells whose row reduction stays inside the plane
+    span = out_h * pitch - (kw - 1) * dw  # cells whose row reduction stays inside the column-reduced plane
     buf = np.full(rows * pitch, -_INF if is_max else _ZERO, np.float32)
-    h0 = np.empty(rows * pitch, np.float32)
-    h1 = np.empty(rows * pitch, np.float32)
-    v0 = np.empty(pitch, np.float32)
-    v1 = np.empty(pitch, np.float32)
+    c0 = np.empty(out_h * pitch, np.float32)
+    c1 = np.empty(out_h * pitch, np.float32)
+    r0 = np.empty(out_h * pitch, np.float32)
+    r1 = np.empty(out_h * pitch, np.float32)
     xf, yf, invf = x.reshape(-1), y.reshape(-1), inv.reshape(-1)
+    zero = _U(0)
     for p in range(planes):
         _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
-        # along the rows: h[q] = reduce_j buf[q + j dw]
-        if kw == 1:
-            h = buf
+        # along the columns: col[oh pitch + c] = reduce_i buf[(oh sh + i dh) pitch + c]
+        if kh == 1 and sh == 1:
+            col = buf
         else:
-            _reduce_into(h0, buf, buf, _U(dw), span, is_max)
-            h, spare = h0, h1
-            for j in range(2, kw):
-                if is_max:
-                    _reduce_into(spare, h, buf, _U(j * dw), span, True)
-                    h, spare = spare, h
-                else:
-                    _reduce_into(h, h, buf, _U(j * dw), span, False)
-        base = p * out_h * out_w
-        for oh in range(out_h):
-            # along the columns, output row oh: v[c] = reduce_i h[(oh sh + i dh) pitch + c]
-            r0 = _U(oh * sh * pitch)
-            if kh == 1:
-                v, v_at = h, r0
-            else:
-                _reduce_into(v0, h[r0:], h, r0 + _U(dh * pitch), pitch - (kw - 1) * dw, is_max)
-                v, spare, v_at = v0, v1, _U(0)
+            col = c0
+            for oh in range(out_h):
+                src = _U(oh * sh * pitch)
+                at = _U(oh * pitch)
+                if kh == 1:
+                    for q in range(_U(pitch)):
+                        c0[at + q] = buf[src + q]
+                    continue
+                _reduce_into(c0, at, buf, src, buf, src + _U(dh * pitch), pitch, is_max)
+                cur, other = c0, c1
                 for i in range(2, kh):
                     if is_max:
-                        _reduce_into(spare, v, h, r0 + _U(i * dh * pitch), pitch - (kw - 1) * dw, True)
-                        v, spare = spare, v
+                        _reduce_into(other, at, cur, at, buf, src + _U(i * dh * pitch), pitch, True)
+                        cur, other = other, cur
                     else:
-                        _reduce_into(v, v, h, r0 + _U(i * dh * pitch), pitch - (kw - 1) * dw, False)
+                        _reduce_into(cur, at, cur, at, buf, src + _U(i * dh * pitch), pitch, False)
+                col = cur  # the same buffer for every row: kh fixes the parity
+        # along the rows: row[q] = reduce_j col[q + j dw], flat over all output rows
+        if kw == 1:
+            row = col
+        else:
+            _reduce_into(r0, zero, col, zero, col, _U(dw), span, is_max)
+            row, spare = r0, r1
+            for j in range(2, kw):
+                if is_max:
+                    _reduce_into(spare, zero, row, zero, col, _U(j * dw), span, True)
+                    row, spare = spare, row
+                else:
+                    _reduce_into(row, zero, row, zero, col, _U(j * dw), span, False)
+        base = p * out_h * out_w
+        for oh in range(out_h):
             out = _U(base + oh * out_w)
+            at = _U(oh * pitch)
             if is_max:
+                lost = False
                 for t in range(_U(out_w)):
-                    m = v[v_at + t * _U(sw)]
-                    # rare: -inf, or NaN only (a NaN never wins '>')
-                    yf[out + t] = m if m != -_INF else _max_window_nan(x[p], oh, t, kh, kw, sh, sw, dh, dw, pt, pl)
+                    m = row[at + t * _U(sw)]
+                    yf[out + t] = m
+                    lost |= m == -_INF
+                if lost:  # rare: -inf, or NaN only (a NaN never wins '>')
+                    for t in range(_U(out_w)):
+                        if yf[out + t] == -_INF:
+                            yf[out + t] = _max_window_nan(x[p], oh, t, kh, kw, sh, sw, dh, dw, pt, pl)
             else:
                 scale = _U(oh * out_w)
                 for t in range(_U(out_w)):
-                    yf[out + t] = v[v_at + t * _U(sw)] * invf[scale + t]
+                    yf[out + t] = row[at + t * _U(sw)] * invf[scale + t]
 
 
 @njit(nogil=True, error_model="numpy")
