@@ -626,3 +626,45 @@ def test_batch_normalization_infinite_scale_follows_the_formula():
     inputs = {"x": x, "s": scale, "b": bias, "m": mean, "v": var}
     model = _model("BatchNormalization", inputs, {"epsilon": 0.0}, opset=15)
     np.testing.assert_array_equal(run_onnxrt(model, _feeds(inputs))[0], y)
+
+
+@pytest.mark.parametrize("axis, with_bias, scale_shape", [(-1, True, (48,)), (-1, False, (48,)), (1, True, (5, 48)), (2, True, (1, 48)), (0, True, (3, 5, 48))])
+def test_compiled_layer_normalization_equals_the_numpy_path(axis, with_bias, scale_shape):
+    """float32 LayerNormalization through the numba row loop (statistics in float64) against
+    the numpy passes: Y, Mean and InvStdDev, same shapes and dtypes, float32 rounding apart."""
+    from onnxrt.ops_cpu import _jit
+    from onnxrt.ops_cpu.op_normalization import layer_normalization
+
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal((3, 5, 48)) * 4 + 100).astype(np.float32)  # a large mean: cancellation matters
+    scale = rng.standard_normal(scale_shape).astype(np.float32)
+    bias = rng.standard_normal(scale_shape).astype(np.float32) if with_bias else None
+    assert _jit.kernels() is not None
+    got = layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)
+    with _jit.disabled():
+        expected = layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype == np.float32 and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
+    # against float64
+    x64 = x.astype(np.float64)
+    red = tuple(range(axis % 3, 3))
+    mu = x64.mean(axis=red, keepdims=True)
+    ref = (x64 - mu) / np.sqrt(((x64 - mu) ** 2).mean(axis=red, keepdims=True) + 1e-5) * scale
+    if with_bias:
+        ref = ref + bias
+    np.testing.assert_allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_batch_normalization_equals_the_numpy_path():
+    from onnxrt.ops_cpu import _jit
+    from onnxrt.ops_cpu.op_batch_normalization import batch_normalization
+
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((2, 7, 9, 11)).astype(np.float32)
+    params = [rng.standard_normal(7).astype(np.float32) for _ in range(3)] + [rng.uniform(0.5, 2, 7).astype(np.float32)]
+    y = batch_normalization(x, *params)
+    with _jit.disabled():
+        expected = batch_normalization(x, *params)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_array_equal(y, expected)  # same two roundings per element

@@ -497,3 +497,63 @@ def _max_window_nan(plane, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl):
                 return -_INF
             nan = True
     return np.float32(np.nan) if nan else -_INF
+
+
+# -- per-row affine map (BatchNormalization's inference) ----------------------------------------
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def affine_rows(x, a, b, y):
+    """y[r] = x[r] * a[r] + b[r] for the rows of 2-D arrays (one pass; multiply and add
+    rounded separately, as numpy's two passes round)."""
+    rows, cols = x.shape
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    for r in range(rows):
+        ar = a[r]
+        br = b[r]
+        base = _U(r * cols)
+        for c in range(_U(cols)):
+            yf[base + c] = xf[base + c] * ar + br
+
+
+@njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
+def _sum_f64(xf, base, n):
+    # float64 sum of float32 values (reassociated: vectorised with several accumulators)
+    s = 0.0
+    for c in range(_U(n)):
+        s += np.float64(xf[base + c])
+    return s
+
+
+@njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
+def _sum_sq_dev_f64(xf, base, n, mean):
+    s = 0.0
+    for c in range(_U(n)):
+        d = np.float64(xf[base + c]) - mean
+        s += d * d
+    return s
+
+
+@njit(**_OPTS)
+def layer_norm_rows(x, scale, bias, has_bias, epsilon, y, mean_out, inv_out):
+    """LayerNormalization of the rows of a 2-D float32 array, per-column scale (and bias).
+
+    Mean and variance are accumulated in float64 (two passes over the row, the variance
+    on centred values), rounded to float32, then y = ((x - mean) * inv_std) * scale (+ bias)
+    with each float32 operation rounded as numpy's passes round them."""
+    rows, cols = x.shape
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    for r in range(rows):
+        base = _U(r * cols)
+        mean = _sum_f64(xf, base, cols) / cols
+        ss = _sum_sq_dev_f64(xf, base, cols, mean)
+        m32 = np.float32(mean)
+        inv = np.float32(1.0) / np.float32(math.sqrt(np.float32(ss / cols) + epsilon))
+        mean_out[r] = m32
+        inv_out[r] = inv
+        if has_bias:
+            for c in range(_U(cols)):
+                yf[base + c] = ((xf[base + c] - m32) * inv) * scale[c] + bias[c]
+        else:
+            for c in range(_U(cols)):
+                yf[base + c] = ((xf[base + c] - m32) * inv) * scale[c]
