@@ -408,3 +408,31 @@ def test_image_decoder_rejects_an_unknown_pixel_format():
     node = helper.make_node("ImageDecoder", ["s"], ["y"], pixel_format="CMYK")
     with pytest.raises((InvalidAttributeError, GraphError), match="pixel_format"):
         onnxrt_node(node, {"s": np.zeros(4, np.uint8)}, opset=20)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_nms_equals_the_numpy_path(seed):
+    """The numba greedy loop keeps exactly the boxes of the numpy sweep-and-resolve path:
+    several batches and classes, both box encodings, ties, thresholds, NaN and empty boxes."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(100 + seed)
+    center = seed % 2
+    batches, classes, n = int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(1, 400))
+    boxes = _random_boxes(rng, batches, n, float(rng.choice([15, 40, 200])), 12, center)
+    if seed % 4 == 1:
+        boxes[0, : max(1, n // 10), int(rng.integers(0, 4))] = np.nan
+        boxes[0, -1] = boxes[0, -1, :1]  # a degenerate (empty) box
+    scores = rng.random((batches, classes, n)).astype(np.float32)
+    if seed % 3 == 0:
+        scores = np.round(scores * 4) / 4
+    max_out = int(rng.choice([1, 5, 50, 1000]))
+    iou, thr = float(rng.choice([0.0, 0.3, 0.5, 0.9])), rng.choice([None, 0.25])
+    assert _jit.kernels() is not None
+    got = non_max_suppression(boxes, scores, max_out, iou, thr, center)
+    with _jit.disabled():
+        expected = non_max_suppression(boxes, scores, max_out, iou, thr, center)
+    assert got.dtype == np.int64 and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    if thr is not None:  # and the plain loop of the spec (a NaN in one group once broke the sweep of the others)
+        np.testing.assert_array_equal(got, loop_nms(boxes, scores, max_out, iou, thr, center))

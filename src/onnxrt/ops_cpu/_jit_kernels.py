@@ -557,3 +557,67 @@ def layer_norm_rows(x, scale, bias, has_bias, epsilon, y, mean_out, inv_out):
         else:
             for c in range(_U(cols)):
                 yf[base + c] = ((xf[base + c] - m32) * inv) * scale[c]
+
+
+# -- NonMaxSuppression's greedy pass ------------------------------------------------------------
+
+
+@njit(**_INLINE)
+def _nan_min(a, b):
+    return a if (a < b) | (a != a) else b
+
+
+@njit(**_INLINE)
+def _nan_max(a, b):
+    return a if (a > b) | (a != a) else b
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def nms(boxes, ranked, n_cand, n_class, center, max_out, threshold, out):
+    """NonMaxSuppression of every batch and class: ``ranked[g]`` holds group g's box
+    indices by decreasing score (its first ``n_cand[g]`` are candidates); each candidate is
+    kept unless its IoU with a box its group kept exceeds ``threshold``, up to ``max_out``
+    per group. Writes [batch, class, box] rows into ``out`` and returns their count.
+
+    Corners and areas are computed as op_non_max_suppression._corners does, and the IoU
+    test with the same float32 operations as _suppresses (min/max propagating NaN, no
+    contraction), so both paths keep the same boxes. The kept boxes of the current group
+    are stored column-wise, so each candidate is tested against all of them in one
+    vectorised loop."""
+    n_box = boxes.shape[1]
+    ky0 = np.empty(n_box, np.float32)
+    kx0 = np.empty(n_box, np.float32)
+    ky1 = np.empty(n_box, np.float32)
+    kx1 = np.empty(n_box, np.float32)
+    karea = np.empty(n_box, np.float32)
+    half = np.float32(2.0)
+    rows = 0
+    for g in range(ranked.shape[0]):
+        batch = g // n_class
+        count = 0
+        for r in range(n_cand[g]):
+            if count >= max_out:
+                break
+            b = ranked[g, r]
+            if center:
+                xc, yc, w, h = boxes[batch, b, 0], boxes[batch, b, 1], boxes[batch, b, 2], boxes[batch, b, 3]
+                y0, x0, y1, x1 = yc - h / half, xc - w / half, yc + h / half, xc + w / half
+            else:
+                c0, c1, c2, c3 = boxes[batch, b, 0], boxes[batch, b, 1], boxes[batch, b, 2], boxes[batch, b, 3]
+                y0, x0, y1, x1 = np.minimum(c0, c2), np.minimum(c1, c3), np.maximum(c0, c2), np.maximum(c1, c3)
+            area = (y1 - y0) * (x1 - x0)
+            suppressed = False
+            for m in range(count):
+                ih = _nan_min(y1, ky1[m]) - _nan_max(y0, ky0[m])
+                iw = _nan_min(x1, kx1[m]) - _nan_max(x0, kx0[m])
+                inter = ih * iw
+                union = (karea[m] + area) - inter
+                suppressed |= (ih > 0) & (iw > 0) & (inter / union > threshold)
+            if not suppressed:
+                ky0[count], kx0[count], ky1[count], kx1[count], karea[count] = y0, x0, y1, x1, area
+                count += 1
+                out[rows, 0] = batch
+                out[rows, 1] = g % n_class
+                out[rows, 2] = b
+                rows += 1
+    return rows

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
+from . import _jit
 from ._dsp import scalar_float, scalar_int
 from ._op import OpRun
 
@@ -68,9 +69,14 @@ def _suppression_edges(group: np.ndarray | None, geo: np.ndarray, iou_threshold:
     else:
         x0 = geo[1].astype(np.float64)
         x1 = geo[3].astype(np.float64)
-        lo = float(x0.min())
+        # NaN coordinates are ignored here (their keys stay NaN: they sort last, and pair
+        # with nothing, as their IoU never passes); a NaN extent would shift every group
+        lo = float(np.fmin.reduce(x0, initial=np.inf))
+        hi = float(np.fmax.reduce(x1, initial=-np.inf))
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            lo = hi = 0.0
         # float64 keys keep groups apart without touching the float32 coordinates
-        offset = group.astype(np.float64) * (2 * (float(x1.max()) - lo + 1.0) + 1.0) - lo
+        offset = group.astype(np.float64) * (2 * (hi - lo + 1.0) + 1.0) - lo
         start_key = x0 + offset
         end_key = x1 - slack * (x1 - x0) + offset
     order = np.argsort(start_key, kind="stable")
@@ -202,6 +208,25 @@ def _single_group(boxes, scores, max_out: int, iou_threshold: float, score_thres
     return out
 
 
+def _compiled(k, boxes, scores, max_out: int, iou_threshold: float, score_threshold: float | None, center: int) -> np.ndarray:
+    """Every batch and class through the numba greedy loop (``_jit_kernels.nms``):
+    candidates ranked as the numpy path ranks them, each tested against its group's kept
+    boxes only (O(candidates x kept), one vectorised pass per candidate), same float32 IoU."""
+    n_batch, n_class, n_box = scores.shape
+    s2 = scores.astype(np.float32, copy=False).reshape(n_batch * n_class, n_box)
+    if score_threshold is None:
+        ranked = np.argsort(-s2, axis=1, kind="stable")
+        n_cand = np.full(s2.shape[0], n_box)
+    else:
+        valid = s2 > np.float32(score_threshold)
+        ranked = np.argsort(np.where(valid, -s2, np.inf), axis=1, kind="stable")
+        n_cand = valid.sum(axis=1)
+    out = np.empty((int(min(n_cand.sum(), s2.shape[0] * min(max_out, n_box))), 3), dtype=np.int64)
+    count = k.nms(np.ascontiguousarray(boxes, dtype=np.float32), ranked, n_cand, n_class, bool(center),
+                  min(int(max_out), n_box), np.float32(iou_threshold), out)
+    return out[:count]
+
+
 def non_max_suppression(
     boxes: np.ndarray,
     scores: np.ndarray,
@@ -236,6 +261,8 @@ def non_max_suppression(
     if max_output_boxes_per_class <= 0 or scores.size == 0:
         return empty
 
+    if (k := _jit.kernels()) is not None:
+        return _compiled(k, boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
     if n_batch * n_class == 1:
         return _single_group(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
     n_groups = n_batch * n_class
