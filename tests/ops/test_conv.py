@@ -974,3 +974,32 @@ def test_compiled_depthwise_equals_the_numpy_path(kernel, strides, dilations, pa
     if any(pads):
         with np.errstate(invalid="ignore"):
             assert np.isnan(conv(x, w, b, **kw)).any()
+
+
+@pytest.mark.parametrize(
+    "kernel, strides, dilations, pads, output_padding, group, n_img",
+    [
+        ((4, 4), (2, 2), (1, 1), (1, 1, 1, 1), (0, 0), 1, 1),
+        ((3, 3), (1, 1), (1, 1), (0, 0, 0, 0), (0, 0), 1, 2),
+        ((3, 2), (2, 3), (2, 1), (2, 0, 1, 3), (1, 2), 2, 1),
+        ((5, 5), (3, 3), (1, 2), (0, 4, 4, 0), (2, 0), 3, 2),
+        ((1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (1, 1), 1, 1),
+    ],
+)
+def test_compiled_conv_transpose_equals_the_numpy_path(kernel, strides, dilations, pads, output_padding, group, n_img):
+    """The numba col2im (float32, 2-D) against the phased numpy scatter and float64."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((n_img, 6, 7, 9)).astype(np.float32)
+    w = rng.standard_normal((6, 2, *kernel)).astype(np.float32)  # 2 outputs per group
+    b = rng.standard_normal(w.shape[1] * group).astype(np.float32)
+    kw = dict(strides=list(strides), dilations=list(dilations), pads=list(pads), output_padding=list(output_padding), group=group)
+    assert _jit.kernels() is not None
+    y = conv_transpose(x, w, b, **kw)
+    with _jit.disabled():
+        expected = conv_transpose(x, w, b, **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    ref = conv_transpose(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)

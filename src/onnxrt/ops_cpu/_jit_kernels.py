@@ -621,3 +621,41 @@ def nms(boxes, ranked, n_cand, n_class, center, max_out, threshold, out):
                 out[rows, 2] = b
                 rows += 1
     return rows
+
+
+# -- ConvTranspose's col2im ---------------------------------------------------------------------
+
+
+@njit(**_INLINE)
+def _valid_range(k, d, p, s, size, out):
+    # [lo, hi): the input indices i with 0 <= i s + k d - p < out
+    off = k * d - p
+    lo = 0 if off >= 0 else (s - 1 - off) // s
+    hi = (out - 1 - off) // s + 1 if out - 1 - off >= 0 else 0
+    return lo, min(hi, size)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def col2im2d(col, y, sh, sw, dh, dw, pt, pl):
+    """y[p] = sum over taps (i, j) of col[p, i, j] placed at (h sh + i dh - pt, w sw + j dw - pl)
+    (col: (planes, KH, KW, H, W), y: (planes, OH, OW), both C-contiguous; y is overwritten).
+    Taps add in row-major kernel order, as the numpy path's loop over kernel offsets."""
+    planes, kh, kw, height, width = col.shape
+    out_h, out_w = y.shape[1], y.shape[2]
+    cf, yf = col.reshape(-1), y.reshape(-1)
+    yf[:] = _ZERO
+    for p in range(planes):
+        for i in range(kh):
+            h_lo, h_hi = _valid_range(i, dh, pt, sh, height, out_h)
+            for j in range(kw):
+                w_lo, w_hi = _valid_range(j, dw, pl, sw, width, out_w)
+                src0 = ((p * kh + i) * kw + j) * height * width
+                for h in range(h_lo, h_hi):
+                    src = _U(src0 + h * width)
+                    dst = _U(p * out_h * out_w + (h * sh + i * dh - pt) * out_w + j * dw - pl)
+                    if sw == 1:
+                        for w in range(_U(w_lo), _U(w_hi)):
+                            yf[dst + w] += cf[src + w]
+                    else:
+                        for w in range(_U(w_lo), _U(w_hi)):
+                            yf[dst + w * _U(sw)] += cf[src + w]

@@ -24,6 +24,7 @@ from ._conv_common import (
     to_output,
 )
 from ..parallel import matmul
+from . import _jit
 from ._op import OpRun
 
 
@@ -112,6 +113,11 @@ def conv_transpose_core(
     matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
     col = col.reshape((n_img, m_out) + tuple(kernel) + tuple(spatial))
 
+    if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
+        # the compiled scatter-add, straight into the cut output (2-3x the phased passes)
+        y = np.empty((n_img * m_out,) + tuple(out_shape), dtype)
+        k.col2im2d(col.reshape((n_img * m_out,) + tuple(kernel) + tuple(spatial)), y, *strides, *dilations, *pads_begin)
+        return y.reshape((n_img, m_out) + tuple(out_shape))
     if all(s == 1 for s in strides):
         return _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, tuple(out_shape))
     return _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, tuple(out_shape))
