@@ -659,3 +659,21 @@ def col2im2d(col, y, sh, sw, dh, dw, pt, pl):
                     else:
                         for w in range(_U(w_lo), _U(w_hi)):
                             yf[dst + w * _U(sw)] += cf[src + w]
+
+
+@njit(**_OPTS)
+def exp_shift_rows(x, maxima, sums):
+    """In place on the rows of a 2-D float32 array: x[r] = exp(x[r] - maxima[r]) and
+    sums[r] = its sum (Attention's softmax before the division). A row whose maximum is
+    NaN or +inf becomes NaN (as numpy's exp(x - max) gives); -inf entries give 0, and
+    results below 1.2e-38 flush to 0, as in softmax_rows."""
+    for row in range(x.shape[0]):
+        r = x[row]
+        m = maxima[row]
+        if not (m - m == _ZERO):
+            r[:] = np.nan
+            sums[row] = np.nan
+            continue
+        for i in range(r.size):
+            r[i] = _exp_nonpositive(r[i] - m)
+        sums[row] = _row_sum(r)

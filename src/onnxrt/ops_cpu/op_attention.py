@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import blas_single
 from ..registry import register
+from . import _jit
 from ._nn_math import compute_dtype
 from ._op import OpRun
 
@@ -226,9 +227,16 @@ def attention(
         m = np.max(work, axis=-1, keepdims=True, initial=-np.inf)
         # a row of -inf (or without keys) has max -inf: shift it by 0 so that exp gives 0 instead of nan
         np.copyto(m, wdt.type(0), where=np.isneginf(m))
-        step(np.subtract(work, m, out=work))
-        step(np.exp(work, out=work))
-        denom = step(np.sum(work, axis=-1, keepdims=True))
+        k = _jit.kernels() if wdt == np.float32 and not narrow and work.size >= 4096 and work.flags.c_contiguous else None
+        if k is not None:
+            # exp(x - max) and the row sums in one compiled pass per row
+            rows = work.reshape(-1, work.shape[-1])
+            denom = np.empty(m.shape, wdt)
+            k.exp_shift_rows(rows, m.reshape(-1), denom.reshape(-1))
+        else:
+            step(np.subtract(work, m, out=work))
+            step(np.exp(work, out=work))
+            denom = step(np.sum(work, axis=-1, keepdims=True))
     dead = None
     if total == 0:
         dead = np.ones((1, 1, 1, 1), dtype=bool)  # no key at all: every row is fully masked
