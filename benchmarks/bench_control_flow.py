@@ -14,6 +14,8 @@ with other jobs this leaves out the time the process waits for a core.
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import os
 import sys

@@ -23,6 +23,8 @@ of ``--repeat`` runs).
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import itertools
 import logging

@@ -11,6 +11,8 @@ the benchmark turns spinning off (``--ort-spin`` keeps it).
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import os
 import sys

@@ -14,6 +14,8 @@ shared, loaded machine that comparison is the stable one.
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import os
 import sys

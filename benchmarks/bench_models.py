@@ -14,6 +14,8 @@ own subprocess.
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import json
 import os

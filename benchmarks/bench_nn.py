@@ -15,6 +15,8 @@ keeps its defaults.
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import contextlib
 import os

@@ -7,6 +7,8 @@ the ratios onnxrt/onnxruntime (lower is better) and onnx.reference/onnxrt (highe
 
 from __future__ import annotations
 
+import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
+
 import argparse
 import os
 import sys

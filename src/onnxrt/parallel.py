@@ -164,15 +164,19 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
     if workers <= 1:
         fn(0, n)
         return
-    # the workers' products run outside the run's scope: switch BLAS here, in the caller
-    blas_single(n * work_per_item)
     parts = min(n, workers * 4)
     job = _Job([n * i // parts for i in range(parts + 1)], fn)
     ex = _executor()
-    for _ in range(workers - 1):
-        ex.submit(job.run)
-    job.run()
-    job.wait()
+    # chunks that multiply matrices must not each start BLAS's own threads: one thread
+    # per chunk while the loop runs (nested and concurrent loops share the setting)
+    _blas_enter(1)
+    try:
+        for _ in range(workers - 1):
+            ex.submit(job.run)
+        job.run()
+        job.wait()
+    finally:
+        _blas_exit(1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -240,13 +244,7 @@ def _blas_exit(n: int) -> None:
 @contextmanager
 def blas_threads(n: int) -> Iterator[None]:
     """BLAS libraries use ``n`` threads inside the block (nested and concurrent blocks share
-    one setting; the first to enter saves the library's own, the last to leave restores it).
-
-    The engine runs BLAS single-threaded and splits large products over its own pool
-    (:func:`matmul`): OpenBLAS's static split stalls whenever one core is busy (a 512x512
-    product measured 3.4 ms on one thread, 23 ms on two, on a shared 2-core machine),
-    while the pool's chunks go to whichever thread is free.
-    """
+    one setting; the first to enter saves the library's own, the last to leave restores it)."""
     _blas_enter(n)
     try:
         yield
@@ -254,59 +252,34 @@ def blas_threads(n: int) -> Iterator[None]:
         _blas_exit(n)
 
 
-#: multiply-adds from which OpenBLAS may split a product over its own threads (its
-#: SMP threshold is 65536 x GEMM_MULTITHREAD_THRESHOLD=4; smaller ones always run on one)
-BLAS_THREADED_WORK = 1 << 16
-
-#: a run whose feeds or constants hold a tensor this large switches BLAS to one thread as
-#: it starts (:class:`RunScope`): its products may be large, and not every kernel's direct
-#: numpy product calls :func:`blas_single` (OpenBLAS's own two threads stalled a 64x576 @
-#: 576x3136 product from 3.7 to 25 ms with the other core busy)
-EAGER_BLAS_SIZE = 1 << 15
-
-
-def blas_single(work: int) -> None:
-    """Inside a run (:class:`RunScope`), switch BLAS to one thread before the first product
-    of ``work`` multiply-adds or more; the run's end restores the library's own setting.
-
-    Lazy because switching OpenBLAS's thread count costs ~5 us a run, more than a whole
-    small graph's products, which never reach BLAS's threaded path anyway. Kernels call it
-    before large BLAS products (:func:`matmul` and :func:`parallel_for` do it for theirs);
-    outside a run it does nothing.
-    """
-    if work >= BLAS_THREADED_WORK:
-        scope = getattr(_TLS, "scope", None)
-        if scope is not None and not scope.blas:
-            _blas_enter(1)
-            scope.blas = True
-
-
 class RunScope:
-    """What every run of the engine enters: ``limit_threads(threads)`` and BLAS
-    single-threaded, from the start when ``eager`` (a model or feeds with large tensors),
-    else from the first large product on (:func:`blas_single`): switching costs ~5 us, more
-    than a small graph's products, which never reach BLAS's threads. A class rather than
-    generator-based managers because its cost counts on small graphs (a one-node model
-    runs in ~20 us). Nested scopes (a run inside a kernel) defer to the outer one."""
+    """What every run of the engine enters: ``limit_threads(threads)``, and with
+    ``threads`` set (a session's ``intra_op_num_threads``) below the pool's size, BLAS
+    capped to as many threads for the run. Otherwise BLAS keeps its own threads: matrix
+    products are split by OpenBLAS itself, which packs each operand once (splitting them
+    over onnxrt's pool repacked one operand per chunk and waited for the pool's wake-ups:
+    on two cores light_resnet50 ran 1.4x and light_squeezenet 1.5x slower that way).
+    Kernels split over the pool run BLAS single-threaded inside their loops
+    (:func:`parallel_for`). A class rather than a generator-based manager because its
+    cost counts on small graphs. Nested scopes (a run inside a kernel) defer to the outer one."""
 
-    __slots__ = ("blas", "eager", "outer", "previous", "threads")
+    __slots__ = ("blas", "outer", "previous", "threads")
 
-    def __init__(self, threads: int | None, eager: bool = True):
+    def __init__(self, threads: int | None):
         self.threads = threads
-        self.eager = eager
         self.previous: int | None = None
-        self.blas = False
+        self.blas = 0
         self.outer: RunScope | None = None
 
     def __enter__(self) -> RunScope:
         self.outer = getattr(_TLS, "scope", None)
         _TLS.scope = self
-        if self.eager:
-            _blas_enter(1)
-            self.blas = True
         if self.threads is not None:
             self.previous = getattr(_TLS, "threads", None)
             _TLS.threads = self.threads
+            if self.outer is None and self.threads < KERNEL_THREADS:
+                self.blas = self.threads
+                _blas_enter(self.threads)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -314,62 +287,45 @@ class RunScope:
             _TLS.threads = self.previous
         _TLS.scope = self.outer
         if self.blas:
-            self.blas = False
-            _blas_exit(1)
+            n, self.blas = self.blas, 0
+            _blas_exit(n)
 
 
-#: multiply-adds below which a product runs in one call
+#: multiply-adds per batch item below which a batched product splits its items over the
+#: pool (larger items run one by one on BLAS's own threads)
+SMALL_BATCH_ITEM = 1 << 22
+#: multiply-adds of a batched product from which its items split over the pool
 MIN_PARALLEL_MATMUL = 1 << 20
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul(a, b)`` with large products split over the kernel thread pool by column
-    blocks of ``b``, or by row blocks of a 2-D ``a`` when ``b`` has few columns (each block
-    a single-threaded BLAS call; numpy releases the GIL).
+    """``np.matmul(a, b)``: 2-D products on BLAS's own threads; batched products of many
+    small items (attention heads, grouped convolutions) split by items over the kernel
+    pool, each item one single-threaded BLAS call (numpy releases the GIL).
 
-    Same broadcasting and result as ``np.matmul``; ``out`` (optional) receives it.
+    Same broadcasting and result as ``np.matmul``; ``out`` (optional, C-contiguous)
+    receives it.
     """
-    if out is None and a.ndim == 2 and b.ndim == 2:
-        # small 2-D products (the hot case of small graphs): np.dot, faster to dispatch than np.matmul
-        small = a.shape[0] * a.shape[1] * b.shape[1]
-        if small < MIN_PARALLEL_MATMUL:
-            if small >= BLAS_THREADED_WORK:
-                blas_single(small)
-            return np.dot(a, b)
-    n = b.shape[-1] if b.ndim >= 2 else 1
-    k = a.shape[-1]
-    rows = a.shape[-2] if a.ndim >= 2 else 1
-    batch = max(1, a.size // max(1, rows * k)) if a.ndim > 2 else 1
-    if b.ndim > 2:
-        batch = max(batch, b.size // max(1, k * n))
-    work = batch * rows * k
-    blas_single(work * n)
-    if b.ndim < 2 or work * n < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
+    if a.ndim == 2 and b.ndim == 2:
+        return np.dot(a, b) if out is None else np.matmul(a, b, out=out)
+    if a.ndim < 2 or b.ndim < 2 or KERNEL_THREADS < 2:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    by_rows = n < 64 and a.ndim == 2 and rows >= 64
-    if n < 64 and not by_rows:
+    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = prod(batch_shape)
+    rows, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    item = rows * k * n
+    if batch < 2 or item >= SMALL_BATCH_ITEM or batch * item < MIN_PARALLEL_MATMUL:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:
-        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (rows, n), np.result_type(a, b))
-    if by_rows:
-        # few columns (a late convolution layer: 7x7 = 49 pixels): split the rows of ``a``
-        # (output channels) instead, in whole 16-row panels
-        row_work = k * n * 16
+        out = np.empty(batch_shape + (rows, n), np.result_type(a, b))
+    elif not out.flags.c_contiguous:
+        return np.matmul(a, b, out=out)
+    a3 = np.broadcast_to(a, batch_shape + a.shape[-2:]).reshape((batch,) + a.shape[-2:])
+    b3 = np.broadcast_to(b, batch_shape + b.shape[-2:]).reshape((batch,) + b.shape[-2:])
+    o3 = out.reshape((batch, rows, n))
 
-        def row_block(lo: int, hi: int) -> None:
-            np.matmul(a[lo * 16:hi * 16], b, out=out[..., lo * 16:hi * 16, :])
+    def items(lo: int, hi: int) -> None:
+        np.matmul(a3[lo:hi], b3[lo:hi], out=o3[lo:hi])
 
-        parallel_for((rows + 15) // 16, row_block, work_per_item=row_work)
-        return out
-
-    def block(lo: int, hi: int) -> None:
-        np.matmul(a, b[..., lo:hi], out=out[..., lo:hi])
-
-    # chunks of whole 16-column panels keep BLAS's inner loops full
-    panels = (n + 15) // 16
-
-    def panel_block(lo: int, hi: int) -> None:
-        block(lo * 16, min(n, hi * 16))
-
-    parallel_for(panels, panel_block, work_per_item=work * 16)
+    parallel_for(batch, items, work_per_item=item)
     return out

@@ -79,20 +79,22 @@ def test_returned_arrays_are_not_reused_by_later_runs():
         np.testing.assert_array_equal(a, b)
 
 
-def test_runs_use_single_threaded_blas_for_large_products_and_restore_it():
-    """BLAS turns single-threaded inside a run from its first large product on (onnxrt's
-    pool splits those), a small graph leaves it alone (switching costs more than its
-    products), and the library's own setting comes back afterwards, also with runs on
-    several threads."""
+def test_blas_keeps_its_threads_in_runs_is_capped_by_intra_op_threads_and_single_in_pool_loops():
+    """Matrix products run on BLAS's own threads in a default run; a session with
+    intra_op_num_threads=1 runs BLAS on one thread; loops split over onnxrt's pool run it
+    single-threaded in their chunks; the library's own setting comes back every time, also
+    with runs on several threads."""
     from threadpoolctl import threadpool_info
 
+    from onnxrt import parallel
+
     def blas():
-        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1)
 
     seen = []
 
     def probe(st, args, res, dt):
-        seen.append((st.op_type, max(blas(), default=1)))
+        seen.append((st.op_type, blas()))
 
     before = blas()
     n = 256
@@ -100,26 +102,27 @@ def test_runs_use_single_threaded_blas_for_large_products_and_restore_it():
                                  [("Y", TensorProto.FLOAT, [n, n])])
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
-    oinf = onnxrt.OnnxInference(big)
-    (y,) = oinf.run({"A": a, "B": b}, trace=probe).values()
+    (y,) = onnxrt.OnnxInference(big).run({"A": a, "B": b}, trace=probe).values()
     np.testing.assert_allclose(y, a @ b, rtol=1e-4, atol=1e-3)
-    assert seen == [("MatMul", 1)]
+    assert seen == [("MatMul", before)]
     assert blas() == before
     seen.clear()
-    small = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [1, 8]), ("B", TensorProto.FLOAT, [8, 8])],
-                                   [("Y", TensorProto.FLOAT, [1, 8])])
-    onnxrt.OnnxInference(small).run({"A": a[:1, :8], "B": b[:8, :8]}, trace=probe)
-    assert seen == [("MatMul", max(before, default=1))]
-    # a large constant switches from the run's start, before any product (kernels that call
-    # numpy's products directly are covered too)
-    seen.clear()
-    w = numpy_helper.from_array(rng.standard_normal((n, n)).astype(np.float32), "W")
-    const = helper.make_model(helper.make_graph(
-        [helper.make_node("Relu", ["A"], ["R"]), helper.make_node("MatMul", ["R", "W"], ["Y"])], "g",
-        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [1, n])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, n])], [w]))
-    onnxrt.OnnxInference(const).run({"A": a[:1]}, trace=probe)
-    assert seen == [("Relu", 1), ("MatMul", 1)]
+    so = onnxrt.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess1 = onnxrt.InferenceSession(big.SerializeToString(), so)
+    with parallel.RunScope(1):  # what the session's run enters
+        assert blas() == 1
+        inside = []
+        parallel.parallel_for(8, lambda lo, hi: inside.append(blas()), work_per_item=1 << 30)
+        assert inside and set(inside) == {1}
+    assert blas() == before
+    np.testing.assert_allclose(sess1.run(None, {"A": a, "B": b})[0], a @ b, rtol=1e-4, atol=1e-3)
+    assert blas() == before
+    # a loop split over the pool: one BLAS thread in its chunks, restored after
+    inside = []
+    parallel.parallel_for(8, lambda lo, hi: inside.append(blas()), work_per_item=1 << 30)
+    if parallel.KERNEL_THREADS > 1:
+        assert set(inside) == {1}
     assert blas() == before
     sess = onnxrt.InferenceSession(big)
     threads = [threading.Thread(target=lambda: [sess.run(None, {"A": a, "B": b}) for _ in range(10)]) for _ in range(4)]

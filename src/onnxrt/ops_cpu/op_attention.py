@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import blas_single
+from ..parallel import matmul
 from ..registry import register
 from . import _jit
 from ._nn_math import compute_dtype
@@ -162,8 +162,7 @@ def attention(
         root = dt.type(low.type(math.sqrt(scale)))
         Qc = rounded(np.multiply(Q, root, dtype=dt))
         Kc = rounded(np.multiply(K, root, dtype=dt))
-    blas_single(Qc.size * total)
-    scores = np.matmul(Qc.reshape(batch, hkv, group * sq, head), Kc.transpose(0, 1, 3, 2))
+    scores = matmul(Qc.reshape(batch, hkv, group * sq, head), Kc.transpose(0, 1, 3, 2))
     scores = rounded(scores.reshape(batch, hq, sq, total))
     qk = scores.copy() if want_qk and qk_matmul_output_mode == 0 else None
     if softcap and softcap > 0:
@@ -259,7 +258,7 @@ def attention(
             qk = probs
 
     Vc = V.astype(dt, copy=False)
-    Y = np.matmul(probs.reshape(batch, hkv, group * sq, total), Vc).reshape(batch, hq, sq, V.shape[3])
+    Y = matmul(probs.reshape(batch, hkv, group * sq, total), Vc).reshape(batch, hq, sq, V.shape[3])
     if deferred:
         with np.errstate(invalid="ignore", divide="ignore"):
             Y /= denom

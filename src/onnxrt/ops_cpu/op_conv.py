@@ -28,7 +28,6 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import blas_single
 from . import _jit
 from ._op import OpRun
 
@@ -288,7 +287,6 @@ def _depthwise(
     wk = w.reshape(n_ch, mult, kp)
     y = np.empty((planes, mult, npix), dtype)
     lengths = tuple((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape, strides, kernel, dilations))
-    blas_single(planes * mult * kp * npix)
 
     def coefs(lo: int, hi: int) -> np.ndarray:  # (hi - lo, mult, Kp): the weights of planes [lo, hi)
         if n_img == 1:

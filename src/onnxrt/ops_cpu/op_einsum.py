@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import blas_single
 from ..registry import register
 from ._op import OpRun
 
@@ -26,8 +25,6 @@ def einsum(equation: str, *inputs: np.ndarray) -> np.ndarray:
     if dtype not in _BLAS and dtype.kind not in "iu":
         arrays = [x.astype(np.float32) for x in arrays]
     optimize = len(arrays) > 1 and sum(x.size for x in arrays) >= _OPTIMIZE_FROM
-    if optimize:  # the contractions may go to BLAS
-        blas_single(sum(x.size for x in arrays) * 64)
     try:
         out = np.einsum(eq, *arrays, optimize=optimize)
     except ValueError as e:

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import blas_single
 from ..registry import register
 from ._nn_math import compute_dtype, sigmoid
 from ._op import OpRun
@@ -433,7 +432,6 @@ def recurrent(
         if default_lstm:
             order = _lstm_default_order(H)
             Wd, Rd, fold = Wd[order], Rd[order], fold[order]
-        blas_single(Xc.size * Wd.shape[0])
         xw = np.dot(Xc, Wd.T)
         xw += fold
         xw = xw.reshape(S, N, G * H)

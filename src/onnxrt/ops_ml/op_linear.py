@@ -6,7 +6,6 @@ import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
-from ..parallel import blas_single
 from ..registry import register
 from ._common import (
     ML_DOMAIN,
@@ -66,7 +65,6 @@ def linear_scores(x: np.ndarray, weights: np.ndarray, intercepts: np.ndarray | N
     """
     w = weights if x.dtype == weights.dtype else weights.astype(x.dtype)
     n = x.shape[0]
-    blas_single(x.size * w.shape[1])
     if n > _BLOCK_ROWS and w.shape[0] * w.shape[1] <= 4096:
         out = np.empty((n, w.shape[1]), dtype=np.result_type(x.dtype, w.dtype))
         for start in range(0, n, _BLOCK_ROWS):

@@ -6,7 +6,6 @@ import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu._op import OpRun
-from ..parallel import blas_single
 from ..registry import register
 from ._common import (
     ML_DOMAIN,
@@ -29,7 +28,6 @@ def kernel_matrix(x: np.ndarray, sv: np.ndarray, kind: str, gamma: float, coef0:
     SIGMOID: tanh(gamma <x, sv> + coef0). The RBF exponent is built in place from one
     matrix product, 2 gamma <x, sv> - gamma |sv|^2 - gamma |x|^2, clipped at 0 against rounding.
     """
-    blas_single(x.shape[0] * sv.size)
     if kind == "RBF":
         k = x @ ((2 * gamma) * sv.T)
         k -= gamma * (sv_sq if sv_sq is not None else (sv * sv).sum(axis=1))
