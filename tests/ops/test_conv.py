@@ -1003,3 +1003,32 @@ def test_compiled_conv_transpose_equals_the_numpy_path(kernel, strides, dilation
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
     ref = conv_transpose(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kernel, strides, dilations, pads, group, n_img",
+    [
+        ((3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1, 1),
+        ((7, 7), (2, 2), (1, 1), (3, 3, 3, 3), 1, 2),
+        ((3, 2), (2, 3), (2, 1), (0, 2, 1, 0), 2, 1),
+        ((5, 5), (1, 1), (2, 2), (4, 0, 0, 4), 1, 3),
+        ((1, 3), (3, 1), (1, 3), (0, 0, 0, 0), 3, 1),
+        ((9, 9), (4, 4), (1, 1), (1, 1, 1, 1), 1, 1),  # taps wholly outside some rows
+    ],
+)
+def test_compiled_im2col_equals_the_numpy_path(kernel, strides, dilations, pads, group, n_img):
+    """Convolutions through the numba im2col (float32, 2-D) against the numpy windows and float64."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((n_img, 6, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((6, 6 // group, *kernel)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    kw = dict(group=group, strides=list(strides), dilations=list(dilations), pads=list(pads))
+    assert _jit.kernels() is not None
+    y = conv(x, w, b, **kw)
+    with _jit.disabled():
+        expected = conv(x, w, b, **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y, conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw), rtol=1e-4, atol=1e-4)

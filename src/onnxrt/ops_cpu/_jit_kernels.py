@@ -677,3 +677,43 @@ def exp_shift_rows(x, maxima, sums):
         for i in range(r.size):
             r[i] = _exp_nonpositive(r[i] - m)
         sums[row] = _row_sum(r)
+
+
+# -- im2col for 2-D convolutions ----------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
+    """col[(p KH + i) KW + j, oh OW + ow] = x[p, oh sh + i dh - pt, ow sw + j dw - pl], 0
+    outside the input (x: (planes, H, W) C-contiguous, colf: the flat column matrix).
+    One pass writing each column row once; contiguous copies for unit strides."""
+    planes, height, width = x.shape
+    xf = x.reshape(-1)
+    npix = out_h * out_w
+    for p in range(planes):
+        for i in range(kh):
+            for j in range(kw):
+                base = ((p * kh + i) * kw + j) * npix
+                lo, hi = _valid_range(j, dw, pl, sw, out_w, width)  # columns ow whose input column exists
+                lo = min(lo, out_w)
+                hi = max(hi, lo)
+                for oh in range(out_h):
+                    dst = _U(base + oh * out_w)
+                    ih = oh * sh + i * dh - pt
+                    if ih < 0 or ih >= height:
+                        for t in range(_U(out_w)):
+                            colf[dst + t] = _ZERO
+                        continue
+                    for t in range(_U(lo)):
+                        colf[dst + t] = _ZERO
+                    src = _U(p * height * width + ih * width + lo * sw + j * dw - pl)
+                    n = _U(hi - lo)
+                    d0 = dst + _U(lo)
+                    if sw == 1:
+                        for t in range(n):
+                            colf[d0 + t] = xf[src + t]
+                    else:
+                        for t in range(n):
+                            colf[d0 + t] = xf[src + t * _U(sw)]
+                    for t in range(_U(hi), _U(out_w)):
+                        colf[dst + t] = _ZERO

@@ -125,7 +125,9 @@ def conv_core(
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
-    if same:
+    if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
+        fill = _im2col_compiled(k, x, kernel, strides, dilations, pads_begin, tuple(out_shape))
+    elif same:
         fill = _im2col_same(x, kernel, dilations, pads_begin, tuple(out_shape))
     else:
         xp = padded(x, pads_begin, lengths, 0, buffer="conv_pad")
@@ -164,6 +166,28 @@ def conv_core(
         else:
             matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, out_shape: tuple[int, ...]):
+    """im2col of 2-D float32 images by the numba loop ``im2col2d`` (any strides, dilations
+    and pads): each column row written once, zeros where a tap leaves the input. Returns
+    ``fill(start, stop, col)`` as :func:`_im2col_same` does; blocks of channel planes go
+    to the pool for large images."""
+    n_ch = x.shape[1]
+    kp = kernel[0] * kernel[1]
+    npix = out_shape[0] * out_shape[1]
+
+    def fill(start: int, stop: int, col: np.ndarray) -> None:
+        planes = np.ascontiguousarray(x[start:stop]).reshape((-1,) + x.shape[2:])
+        flat = col.reshape(-1)
+
+        def block(lo: int, hi: int) -> None:
+            k.im2col2d(planes[lo:hi], flat[lo * kp * npix:hi * kp * npix], out_shape[0], out_shape[1],
+                       kernel[0], kernel[1], *strides, *dilations, *pads_begin)
+
+        _jit.split((stop - start) * n_ch, block, max(1, (1 << 20) // (kp * npix)))
+
+    return fill
 
 
 def _im2col_same(
