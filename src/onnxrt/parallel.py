@@ -291,31 +291,54 @@ class RunScope:
             _blas_exit(n)
 
 
+#: multiply-adds from which OpenBLAS splits a product over its threads (its SMP threshold,
+#: 65536 x GEMM_MULTITHREAD_THRESHOLD=4); smaller products always run on the calling thread
+BLAS_THREADED_WORK = 1 << 18
+#: multiply-adds from which a product is worth BLAS's threads: below, waking them (tens of
+#: microseconds on a virtual machine) costs more than the second core saves, and :func:`matmul`
+#: runs the product single-threaded (measured on two cores: 3.6M multiply-adds 2x faster
+#: on one thread, 25M 1.4x faster on two)
+BLAS_THREADS_FROM = 1 << 23
 #: multiply-adds per batch item below which a batched product splits its items over the
 #: pool (larger items run one by one on BLAS's own threads)
-SMALL_BATCH_ITEM = 1 << 22
+SMALL_BATCH_ITEM = BLAS_THREADS_FROM
 #: multiply-adds of a batched product from which its items split over the pool
 MIN_PARALLEL_MATMUL = 1 << 20
 
 
+def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) -> np.ndarray:
+    """One np.matmul/np.dot call, on one BLAS thread when ``work`` (per BLAS call) is in the
+    range where OpenBLAS would wake its threads for too little (see BLAS_THREADS_FROM)."""
+    if BLAS_THREADED_WORK <= work < BLAS_THREADS_FROM and KERNEL_THREADS > 1:
+        _blas_enter(1)
+        try:
+            return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+        finally:
+            _blas_exit(1)
+    if out is None:
+        return np.dot(a, b) if a.ndim == 2 and b.ndim == 2 else np.matmul(a, b)
+    return np.matmul(a, b, out=out)
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul(a, b)``: 2-D products on BLAS's own threads; batched products of many
-    small items (attention heads, grouped convolutions) split by items over the kernel
-    pool, each item one single-threaded BLAS call (numpy releases the GIL).
+    """``np.matmul(a, b)``: large 2-D products on BLAS's own threads, medium ones on one
+    thread; batched products of many small items (attention heads, grouped convolutions)
+    split by items over the kernel pool, each item one single-threaded BLAS call (numpy
+    releases the GIL).
 
     Same broadcasting and result as ``np.matmul``; ``out`` (optional, C-contiguous)
     receives it.
     """
-    if a.ndim == 2 and b.ndim == 2:
-        return np.dot(a, b) if out is None else np.matmul(a, b, out=out)
-    if a.ndim < 2 or b.ndim < 2 or KERNEL_THREADS < 2:
+    if a.ndim < 2 or b.ndim < 2:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    batch = prod(batch_shape)
     rows, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     item = rows * k * n
-    if batch < 2 or item >= SMALL_BATCH_ITEM or batch * item < MIN_PARALLEL_MATMUL:
-        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    if a.ndim == 2 and b.ndim == 2:
+        return _product(a, b, out, item)
+    batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = prod(batch_shape)
+    if batch < 2 or item >= SMALL_BATCH_ITEM or batch * item < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
+        return _product(a, b, out, item)
     if out is None:
         out = np.empty(batch_shape + (rows, n), np.result_type(a, b))
     elif not out.flags.c_contiguous:

@@ -190,14 +190,15 @@ def coarse_parallel_for(n: int, fn, work_per_item: int) -> None:
 
 
 def coarse_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul``: BLAS's own threads for one large product, and batched products (the
-    groups of a convolution) split by items over the pool only from ``COARSE_MATMUL``
-    times the engine's threshold of multiply-adds."""
+    """:func:`onnxrt.parallel.matmul`, batched products (the groups of a convolution)
+    splitting their items over the pool only from ``COARSE_MATMUL`` times the engine's
+    threshold of multiply-adds (one BLAS call otherwise)."""
     batch = max(prod(a.shape[:-2]), prod(b.shape[:-2])) if a.ndim > 2 or b.ndim > 2 else 1
-    macs = batch * a.shape[-2] * a.shape[-1] * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
-    if batch > 1 and macs >= _parallel.MIN_PARALLEL_MATMUL * COARSE_MATMUL:
-        return _parallel.matmul(a, b, out=out)
-    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    if batch > 1 and a.ndim >= 2 and b.ndim >= 2:
+        item = a.shape[-2] * a.shape[-1] * b.shape[-1]
+        if batch * item < _parallel.MIN_PARALLEL_MATMUL * COARSE_MATMUL:
+            return _parallel._product(a, b, out, item)
+    return _parallel.matmul(a, b, out=out)
 
 
 # ---------------------------------------------------------------------------------------
