@@ -17,6 +17,10 @@ from ._op import OpRun
 FUSED_DOMAIN = "onnxrt"
 
 
+#: elements from which apply_activation's np.clip beats np.maximum's lower call overhead
+_CLIP_FROM = 4096
+
+
 class _Fused(OpRun):
     """Base: ``base_op`` is the fused operator; attributes ``activation``, ``activation_params``
     and ``since_version`` (the base operator's opset) come with the node."""
@@ -48,8 +52,8 @@ class _Fused(OpRun):
             self.may_alias and any(isinstance(i, np.ndarray) and np.may_share_memory(y, i) for i in inputs)
         ):
             y = y.copy()
-        if self._act == "Relu":  # the common case without the dispatch
-            np.maximum(y, 0, out=y)
+        if self._act == "Relu" and y.size < _CLIP_FROM:  # the common small case without the dispatch
+            np.maximum(y, y.dtype.type(0), out=y)
             return (y,)
         return (apply_activation(y, self._act, self._params),)
 
