@@ -1032,3 +1032,25 @@ def test_compiled_im2col_equals_the_numpy_path(kernel, strides, dilations, pads,
     assert y.dtype == np.float32 and y.shape == expected.shape
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(y, conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw), rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_bias_and_relu_pass_equals_the_numpy_passes():
+    """Conv's bias and fused Relu in one compiled pass give exactly numpy's two passes,
+    NaN included (a NaN input pixel stays NaN after Relu)."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((2, 4, 20, 20)).astype(np.float32)
+    x[0, 1, 3, 3] = np.nan
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    for act in (None, "Relu"):
+        y = conv(x, w, b, pads=[1, 1, 1, 1], activation=act)
+        with _jit.disabled():
+            expected = conv(x, w, b, pads=[1, 1, 1, 1], activation=act)
+        assert y.dtype == np.float32 and y.shape == (2, 8, 20, 20)
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+        assert np.isnan(y).any()
+        np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+        if act == "Relu":
+            assert (y[~np.isnan(y)] >= 0).all()

@@ -429,6 +429,16 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
         # along the columns: col[oh pitch + c] = reduce_i buf[(oh sh + i dh) pitch + c]
         if kh == 1 and sh == 1:
             col = buf
+        elif sh == 1:  # unit row stride: each tap is one flat pass over all output rows
+            n_flat = out_h * pitch
+            _reduce_into(c0, zero, buf, zero, buf, _U(dh * pitch), n_flat, is_max)
+            col, other = c0, c1
+            for i in range(2, kh):
+                if is_max:
+                    _reduce_into(other, zero, col, zero, buf, _U(i * dh * pitch), n_flat, True)
+                    col, other = other, col
+                else:
+                    _reduce_into(col, zero, col, zero, buf, _U(i * dh * pitch), n_flat, False)
         else:
             col = c0
             for oh in range(out_h):
@@ -717,3 +727,22 @@ def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
                             colf[d0 + t] = xf[src + t * _U(sw)]
                     for t in range(_U(hi), _U(out_w)):
                         colf[dst + t] = _ZERO
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def add_rows_relu(y, b, relu):
+    """In place on the rows of a 2-D float32 array: y[r] += b[r], then max(y, 0) when
+    ``relu`` (NaN and -0 kept, as np.clip keeps them): a convolution's bias and fused Relu
+    in one pass instead of two."""
+    rows, cols = y.shape
+    yf = y.reshape(-1)
+    for r in range(rows):
+        br = b[r]
+        base = _U(r * cols)
+        if relu:
+            for c in range(_U(cols)):
+                v = yf[base + c] + br
+                yf[base + c] = _ZERO if v < _ZERO else v
+        else:
+            for c in range(_U(cols)):
+                yf[base + c] += br

@@ -442,6 +442,14 @@ def conv(
         b = np.asarray(b)
         if b.shape != (w.shape[0],):
             raise KernelError(f"B must have shape [{w.shape[0]}] (one value per output channel), got {list(b.shape)}.")
+        if (
+            cdt == np.float32 and activation in (None, "Relu") and y.flags.c_contiguous and y.size >= 4096
+            and (k := _jit.kernels()) is not None
+        ):
+            # the bias and a fused Relu in one compiled pass
+            rows = y.reshape(y.shape[0] * y.shape[1], -1)
+            k.add_rows_relu(rows, np.tile(as_compute(b, cdt), y.shape[0]), activation == "Relu")
+            return to_output(y, x.dtype)
         y += as_compute(b, cdt).reshape((-1,) + (1,) * nd)
     apply_activation(y, activation, activation_params)
     return to_output(y, x.dtype)
