@@ -938,6 +938,22 @@ def test_depthwise_infinite_weight_meets_the_zero_padding():
     np.testing.assert_array_equal(y[0, 1], conv(x[:, 1:], w[1:], pads=[1, 1, 1, 1])[0, 0])
 
 
+def _compiled_matches_numpy_and_float64(fn, x, w, b, kw, rtol64=1e-4):
+    """``fn`` (conv or conv_transpose) on float32 through the numba loops equals the numpy
+    path (float32 rounding apart) and the float64 computation; returns the result."""
+    from onnxrt.ops_cpu import _jit
+
+    assert _jit.kernels() is not None
+    y = fn(x, w, b, **kw)
+    with _jit.disabled():
+        expected = fn(x, w, b, **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    ref = fn(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
+    np.testing.assert_allclose(y, ref, rtol=rtol64, atol=rtol64)
+    return y
+
+
 @pytest.mark.parametrize(
     "kernel, strides, dilations, pads, n_img",
     [
@@ -953,22 +969,13 @@ def test_depthwise_infinite_weight_meets_the_zero_padding():
 def test_compiled_depthwise_equals_the_numpy_path(kernel, strides, dilations, pads, n_img):
     """The numba depthwise loop (float32, 2-D, one output per channel) against the im2col
     path and a float64 direct sum: same shape and dtype, float32 rounding apart."""
-    from onnxrt.ops_cpu import _jit
-
     rng = np.random.default_rng(7)
     ch = 37
     x = rng.standard_normal((n_img, ch, 13, 11)).astype(np.float32)
     w = rng.standard_normal((ch, 1) + kernel).astype(np.float32)
     b = rng.standard_normal(ch).astype(np.float32)
     kw = dict(group=ch, strides=list(strides), dilations=list(dilations), pads=list(pads), kernel_shape=list(kernel))
-    assert _jit.kernels() is not None
-    y = conv(x, w, b, **kw)
-    with _jit.disabled():
-        expected = conv(x, w, b, **kw)
-    assert y.dtype == np.float32 and y.shape == expected.shape
-    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
-    ref = conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
-    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    _compiled_matches_numpy_and_float64(conv, x, w, b, kw, rtol64=1e-5)
     # an infinite weight must meet the zero padding as NaN (the padding is materialised)
     w[0, 0, 0, 0] = np.inf
     if any(pads):
@@ -988,21 +995,12 @@ def test_compiled_depthwise_equals_the_numpy_path(kernel, strides, dilations, pa
 )
 def test_compiled_conv_transpose_equals_the_numpy_path(kernel, strides, dilations, pads, output_padding, group, n_img):
     """The numba col2im (float32, 2-D) against the phased numpy scatter and float64."""
-    from onnxrt.ops_cpu import _jit
-
     rng = np.random.default_rng(9)
     x = rng.standard_normal((n_img, 6, 7, 9)).astype(np.float32)
     w = rng.standard_normal((6, 2, *kernel)).astype(np.float32)  # 2 outputs per group
     b = rng.standard_normal(w.shape[1] * group).astype(np.float32)
     kw = dict(strides=list(strides), dilations=list(dilations), pads=list(pads), output_padding=list(output_padding), group=group)
-    assert _jit.kernels() is not None
-    y = conv_transpose(x, w, b, **kw)
-    with _jit.disabled():
-        expected = conv_transpose(x, w, b, **kw)
-    assert y.dtype == np.float32 and y.shape == expected.shape
-    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
-    ref = conv_transpose(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw)
-    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    _compiled_matches_numpy_and_float64(conv_transpose, x, w, b, kw)
 
 
 @pytest.mark.parametrize(
@@ -1018,20 +1016,12 @@ def test_compiled_conv_transpose_equals_the_numpy_path(kernel, strides, dilation
 )
 def test_compiled_im2col_equals_the_numpy_path(kernel, strides, dilations, pads, group, n_img):
     """Convolutions through the numba im2col (float32, 2-D) against the numpy windows and float64."""
-    from onnxrt.ops_cpu import _jit
-
     rng = np.random.default_rng(13)
     x = rng.standard_normal((n_img, 6, 11, 10)).astype(np.float32)
     w = rng.standard_normal((6, 6 // group, *kernel)).astype(np.float32)
     b = rng.standard_normal(6).astype(np.float32)
     kw = dict(group=group, strides=list(strides), dilations=list(dilations), pads=list(pads))
-    assert _jit.kernels() is not None
-    y = conv(x, w, b, **kw)
-    with _jit.disabled():
-        expected = conv(x, w, b, **kw)
-    assert y.dtype == np.float32 and y.shape == expected.shape
-    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(y, conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kw), rtol=1e-4, atol=1e-4)
+    _compiled_matches_numpy_and_float64(conv, x, w, b, kw)
 
 
 def test_compiled_bias_and_relu_pass_equals_the_numpy_passes():

@@ -34,56 +34,44 @@ _ZERO = _f32(0.0)
 _INF = _f32(np.inf)
 
 
-@intrinsic
-def _bits_to_f32(typingctx, bits):
-    """The float32 whose bit pattern is the low 32 bits of the integer ``bits`` (no conversion;
-    numba widens int32 arithmetic to 64 bits, the truncation undoes it)."""
-    if not isinstance(bits, types.Integer):
-        return None
+def _reinterpret(accepts, result, emit):
+    """A numba intrinsic ``f(value) -> result`` for argument types ``accepts(type)`` allows,
+    whose machine code ``emit(builder, llvm_value, numba_type)`` builds (a bit cast or a
+    hardware float conversion: what numba has no scalar function for)."""
 
-    def codegen(context, builder, signature, args):
-        value = args[0]
-        if bits.bitwidth != 32:
-            value = builder.trunc(value, ir.IntType(32))
-        return builder.bitcast(value, ir.FloatType())
+    @intrinsic
+    def reinterpret(typingctx, value):
+        if not accepts(value):
+            return None
 
-    return types.float32(bits), codegen
+        def codegen(context, builder, signature, args):
+            return emit(builder, args[0], value)
 
+        return result(value), codegen
 
-@intrinsic
-def _f32_to_bits(typingctx, value):
-    """The bit pattern of the float32 ``value`` as a uint32."""
-    if value != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.uint32(value), codegen
+    return reinterpret
 
 
-@intrinsic
-def _f32_to_f16_bits(typingctx, value):
-    """The float16 nearest ``value`` (ties to even; F16C's vcvtps2ph where the CPU has it), as uint16 bits."""
-    if value != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
-
-    return types.uint16(value), codegen
+def _low_32_bits(builder, value, numba_type):
+    # numba widens int32 arithmetic to 64 bits: the truncation undoes it
+    return value if numba_type.bitwidth == 32 else builder.trunc(value, ir.IntType(32))
 
 
-@intrinsic
-def _f16_bits_to_f32(typingctx, bits):
-    """The float32 value of the float16 with bits ``bits`` (exact; F16C's vcvtph2ps)."""
-    if bits != types.uint16:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
-
-    return types.float32(bits), codegen
+#: the float32 whose bit pattern is the low 32 bits of an integer (no conversion)
+_bits_to_f32 = _reinterpret(
+    lambda t: isinstance(t, types.Integer), types.float32,
+    lambda b, v, t: b.bitcast(_low_32_bits(b, v, t), ir.FloatType()),
+)
+#: the bit pattern of a float32 as a uint32
+_f32_to_bits = _reinterpret(lambda t: t == types.float32, types.uint32, lambda b, v, t: b.bitcast(v, ir.IntType(32)))
+#: the float16 nearest a float32 (ties to even; F16C's vcvtps2ph where the CPU has it), as uint16 bits
+_f32_to_f16_bits = _reinterpret(
+    lambda t: t == types.float32, types.uint16, lambda b, v, t: b.bitcast(b.fptrunc(v, ir.HalfType()), ir.IntType(16)),
+)
+#: the float32 value of the float16 with the given uint16 bits (exact; F16C's vcvtph2ps)
+_f16_bits_to_f32 = _reinterpret(
+    lambda t: t == types.uint16, types.float32, lambda b, v, t: b.fpext(b.bitcast(v, ir.HalfType()), ir.FloatType()),
+)
 
 
 @njit(**_INLINE)
