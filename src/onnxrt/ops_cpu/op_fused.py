@@ -19,6 +19,8 @@ FUSED_DOMAIN = "onnxrt"
 
 #: elements from which apply_activation's np.clip beats np.maximum's lower call overhead
 _CLIP_FROM = 4096
+_F32 = np.dtype(np.float32)
+_F32_ZERO = np.float32(0)
 
 
 class _Fused(OpRun):
@@ -53,7 +55,7 @@ class _Fused(OpRun):
         ):
             y = y.copy()
         if self._act == "Relu" and y.size < _CLIP_FROM:  # the common small case without the dispatch
-            np.maximum(y, y.dtype.type(0), out=y)
+            np.maximum(y, _F32_ZERO if y.dtype == _F32 else y.dtype.type(0), out=y)
             return (y,)
         return (apply_activation(y, self._act, self._params),)
 
