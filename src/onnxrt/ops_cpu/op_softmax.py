@@ -75,7 +75,7 @@ def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
     def block(lo: int, hi: int) -> None:
         k.softmax_rows(src[lo:hi], np.max(src[lo:hi], axis=1), out[lo:hi], log)
 
-    _jit.split(rows, block, max(1, (1 << 19) // n))
+    _jit.split(rows, block, max(1, (1 << 18) // n))
     return out.reshape(x.shape)
 
 
