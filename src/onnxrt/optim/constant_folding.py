@@ -14,14 +14,33 @@ NONDETERMINISTIC = frozenset(
 )
 
 
-def evaluate(node: Node, inputs: list[object], options: object = None) -> tuple[object, ...] | None:
-    """Run one node with onnxrt's kernel; None when it cannot run (the engine reports it later)."""
+def _kernel_key(node: Node) -> tuple:
+    """What a kernel instance depends on: the operator, its opset, its attributes and which
+    inputs and outputs are present (not the value names)."""
+    return (
+        node.op_type, node.domain, node.opset,
+        tuple(i != "" for i in node.inputs), tuple(o != "" for o in node.outputs),
+        tuple(sorted((k, a.SerializeToString()) for k, a in node.attrs.items())),
+    )
+
+
+def evaluate(node: Node, inputs: list[object], options: object = None, kernels: dict | None = None) -> tuple[object, ...] | None:
+    """Run one node with onnxrt's kernel; None when it cannot run (the engine reports it later).
+
+    ``kernels`` caches kernel instances by :func:`_kernel_key` across calls: models exported
+    from some frameworks hold hundreds of identical constant nodes (light_shufflenet: 243
+    ConstantOfShape), and building a kernel costs more than running it."""
     found = registry.lookup(node.op_type, node.domain, node.opset)
     if found is None:
         return None
     cls, since = found
     try:
-        op = cls(node.to_graph_node().proto, None, since_version=since, opsets=node.opsets, session_options=options)
+        key = _kernel_key(node) if kernels is not None else None
+        op = kernels.get(key) if kernels is not None else None
+        if op is None:
+            op = cls(node.to_graph_node().proto, None, since_version=since, opsets=node.opsets, session_options=options)
+            if kernels is not None:
+                kernels[key] = op
         with np.errstate(all="ignore"):
             return op._run(*inputs)
     except (OnnxRuntimeError, ValueError, TypeError, IndexError, ArithmeticError, MemoryError):
@@ -32,6 +51,7 @@ def fold_constants(g: Graph, options: object = None) -> bool:
     """Replace foldable nodes by constants; returns whether anything changed."""
     changed = False
     kept: list[Node] = []
+    kernels: dict = {}
     for node in g.nodes:
         if (
             node.op_type in NONDETERMINISTIC
@@ -45,7 +65,7 @@ def fold_constants(g: Graph, options: object = None) -> bool:
         args = [g.constants[i] if i else None for i in node.inputs]
         while args and args[-1] is None and node.inputs and node.inputs[len(args) - 1] == "":
             args.pop()
-        res = evaluate(node, args, options)
+        res = evaluate(node, args, options, kernels)
         if res is None or not all(isinstance(r, np.ndarray | np.generic) for r in res[: len(node.outputs)]):
             kept.append(node)
             continue
