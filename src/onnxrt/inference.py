@@ -15,7 +15,7 @@ from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, describe_value
 from .functions import function_key
 from .model import check_versions, load_model
-from .parallel import RunScope
+from .parallel import EAGER_BLAS_SIZE, RunScope
 from .plan import Plan, Step, optimization_level
 
 
@@ -63,6 +63,14 @@ def _check_feed(spec: _InputSpec, value: Any) -> Any:
                 value.flags.writeable = False
             return value
     return _check_feed_slow(spec, value)
+
+
+def _large_feed(feeds: dict[str, Any]) -> bool:
+    """Whether a feed is large enough for the run to hold BLAS at one thread (RunScope)."""
+    for v in feeds.values():
+        if type(v) is np.ndarray and v.size >= EAGER_BLAS_SIZE:
+            return True
+    return False
 
 
 def _readonly(value: Any) -> Any:
@@ -207,6 +215,10 @@ class OnnxInference:
             value_info=_static_info(proto, options), overridable_initializers=self.overridable,
         )
         self._plain: Plan | None = None
+        #: a model with a large constant holds BLAS at one thread for its runs (RunScope)
+        self._eager_blas = any(
+            isinstance(v, np.ndarray) and v.size >= EAGER_BLAS_SIZE for v in self.plan.initializers.values()
+        )
         graph = proto.graph
         #: the model's own initializer names (the plan's constants also hold folded values)
         self.initializer_names = {i.name for i in graph.initializer} | {i.values.name for i in graph.sparse_initializer}
@@ -264,14 +276,14 @@ class OnnxInference:
         # user errors: onnxrt, like onnxruntime, computes them silently. Matrix products use
         # BLAS's own threads; other large kernels split over onnxrt's pool (onnxrt.parallel);
         # SessionOptions.intra_op_num_threads caps both
-        with np.errstate(all="ignore"), RunScope(self._threads):
+        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds)):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
         feeds = self.validate_feeds(inputs)
-        with np.errstate(all="ignore"), RunScope(self._threads):
+        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds)):
             values = self.plan.run_dict(feeds)
         out = []
         for s in self.plan._output_slots:

@@ -170,12 +170,15 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
     # chunks that multiply matrices must not each start BLAS's own threads: one thread
     # per chunk while the loop runs (nested and concurrent loops share the setting)
     _blas_enter(1)
+    outer_loop = getattr(_TLS, "in_loop", False)
+    _TLS.in_loop = True  # products in this thread's chunks must not boost BLAS's threads
     try:
         for _ in range(workers - 1):
             ex.submit(job.run)
         job.run()
         job.wait()
     finally:
+        _TLS.in_loop = outer_loop
         _blas_exit(1)
 
 
@@ -253,20 +256,25 @@ def blas_threads(n: int) -> Iterator[None]:
 
 
 class RunScope:
-    """What every run of the engine enters: ``limit_threads(threads)``, and with
-    ``threads`` set (a session's ``intra_op_num_threads``) below the pool's size, BLAS
-    capped to as many threads for the run. Otherwise BLAS keeps its own threads: matrix
-    products are split by OpenBLAS itself, which packs each operand once (splitting them
-    over onnxrt's pool repacked one operand per chunk and waited for the pool's wake-ups:
-    on two cores light_resnet50 ran 1.4x and light_squeezenet 1.5x slower that way).
-    Kernels split over the pool run BLAS single-threaded inside their loops
-    (:func:`parallel_for`). A class rather than a generator-based manager because its
-    cost counts on small graphs. Nested scopes (a run inside a kernel) defer to the outer one."""
+    """What every run of the engine enters: ``limit_threads(threads)`` and the run's BLAS
+    threads. A run whose model or feeds hold large tensors (``eager``) sets BLAS to one
+    thread from its start: kernels' own numpy products (an RNN's input projection, row
+    sums as products with ones...) then never wake BLAS's threads for a medium product,
+    which costs more than it saves; :func:`matmul` lets the large products it is given
+    (8M multiply-adds and more) use BLAS's threads for their duration, OpenBLAS's own
+    split packing each operand once (splitting them over onnxrt's pool instead repacked
+    an operand per chunk: light_resnet50 ran 1.4x and light_squeezenet 1.5x slower).
+    ``threads`` (a session's ``intra_op_num_threads``) caps both. Small graphs leave BLAS
+    alone: their products stay below OpenBLAS's threading threshold. Kernels split over
+    the pool run BLAS single-threaded inside their loops (:func:`parallel_for`). A class
+    rather than a generator-based manager because its cost counts on small graphs. Nested
+    scopes (a run inside a kernel) defer to the outer one."""
 
-    __slots__ = ("blas", "outer", "previous", "threads")
+    __slots__ = ("blas", "eager", "outer", "previous", "threads")
 
-    def __init__(self, threads: int | None):
+    def __init__(self, threads: int | None, eager: bool = False):
         self.threads = threads
+        self.eager = eager
         self.previous: int | None = None
         self.blas = 0
         self.outer: RunScope | None = None
@@ -277,9 +285,11 @@ class RunScope:
         if self.threads is not None:
             self.previous = getattr(_TLS, "threads", None)
             _TLS.threads = self.threads
-            if self.outer is None and self.threads < KERNEL_THREADS:
-                self.blas = self.threads
-                _blas_enter(self.threads)
+        if self.outer is None:
+            n = 1 if self.eager else self.threads if self.threads is not None and self.threads < KERNEL_THREADS else 0
+            if n:
+                self.blas = n
+                _blas_enter(n)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -289,6 +299,11 @@ class RunScope:
         if self.blas:
             n, self.blas = self.blas, 0
             _blas_exit(n)
+
+
+def _blas_set(n: int) -> None:
+    for _, set_ in _BLAS_LIBS or _blas_libs():
+        set_(n)
 
 
 #: multiply-adds from which OpenBLAS splits a product over its threads (its SMP threshold,
@@ -302,22 +317,46 @@ BLAS_THREADS_FROM = 1 << 23
 #: multiply-adds per batch item below which a batched product splits its items over the
 #: pool (larger items run one by one on BLAS's own threads)
 SMALL_BATCH_ITEM = BLAS_THREADS_FROM
-#: multiply-adds of a batched product from which its items split over the pool
-MIN_PARALLEL_MATMUL = 1 << 20
+#: multiply-adds of a batched product from which its items split over the pool (waking the
+#: pool's worker and handing out chunks costs ~100 us here: Attention's 8 heads of 1M
+#: multiply-adds ran 340 us split, 250 us on one thread)
+MIN_PARALLEL_MATMUL = 1 << 25
+#: a run whose feeds or constants hold a tensor this large holds BLAS at one thread (RunScope)
+EAGER_BLAS_SIZE = 1 << 15
 
 
-def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) -> np.ndarray:
-    """One np.matmul/np.dot call, on one BLAS thread when ``work`` (per BLAS call) is in the
-    range where OpenBLAS would wake its threads for too little (see BLAS_THREADS_FROM)."""
-    if BLAS_THREADED_WORK <= work < BLAS_THREADS_FROM and KERNEL_THREADS > 1:
-        _blas_enter(1)
-        try:
-            return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-        finally:
-            _blas_exit(1)
+def _plain(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         return np.dot(a, b) if a.ndim == 2 and b.ndim == 2 else np.matmul(a, b)
     return np.matmul(a, b, out=out)
+
+
+def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) -> np.ndarray:
+    """One np.matmul/np.dot call with ``work`` multiply-adds per BLAS call: on BLAS's
+    threads from BLAS_THREADS_FROM on (for its duration inside a run that holds BLAS at one
+    thread, unless called from a pool loop), on one thread below, where OpenBLAS would wake
+    its threads for too little."""
+    if work < BLAS_THREADED_WORK or KERNEL_THREADS < 2:
+        return _plain(a, b, out)
+    scope = getattr(_TLS, "scope", None)
+    single = scope is not None and scope.blas == 1
+    if work < BLAS_THREADS_FROM:
+        if single or getattr(_TLS, "in_loop", False):
+            return _plain(a, b, out)
+        _blas_enter(1)
+        try:
+            return _plain(a, b, out)
+        finally:
+            _blas_exit(1)
+    if single and not getattr(_TLS, "in_loop", False):
+        n = min(KERNEL_THREADS, scope.threads or KERNEL_THREADS)
+        if n > 1:
+            _blas_set(n)
+            try:
+                return _plain(a, b, out)
+            finally:
+                _blas_set(1)
+    return _plain(a, b, out)
 
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

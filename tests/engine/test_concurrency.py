@@ -79,11 +79,12 @@ def test_returned_arrays_are_not_reused_by_later_runs():
         np.testing.assert_array_equal(a, b)
 
 
-def test_blas_keeps_its_threads_in_runs_is_capped_by_intra_op_threads_and_single_in_pool_loops():
-    """Matrix products run on BLAS's own threads in a default run; a session with
-    intra_op_num_threads=1 runs BLAS on one thread; loops split over onnxrt's pool run it
-    single-threaded in their chunks; the library's own setting comes back every time, also
-    with runs on several threads."""
+def test_blas_threads_in_runs_large_products_boosted_medium_ones_single_pool_loops_single(monkeypatch):
+    """A run with large tensors holds BLAS at one thread (kernels' own medium products never
+    wake its threads); parallel.matmul gives its large products BLAS's threads for their
+    duration, runs medium ones on one thread, and never boosts inside a pool loop; a small
+    graph leaves BLAS alone; intra_op_num_threads=1 keeps one thread throughout; the
+    library's own setting comes back every time, also with runs on several threads."""
     from threadpoolctl import threadpool_info
 
     from onnxrt import parallel
@@ -91,12 +92,20 @@ def test_blas_keeps_its_threads_in_runs_is_capped_by_intra_op_threads_and_single
     def blas():
         return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1)
 
+    before = blas()
     seen = []
 
     def probe(st, args, res, dt):
         seen.append((st.op_type, blas()))
 
-    before = blas()
+    products = []
+    real_plain = parallel._plain
+
+    def plain(a, b, out):
+        products.append((a.shape[-2] * a.shape[-1] * b.shape[-1], blas()))
+        return real_plain(a, b, out)
+
+    monkeypatch.setattr(parallel, "_plain", plain)
     n = 256
     big = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [n, n]), ("B", TensorProto.FLOAT, [n, n])],
                                  [("Y", TensorProto.FLOAT, [n, n])])
@@ -104,25 +113,31 @@ def test_blas_keeps_its_threads_in_runs_is_capped_by_intra_op_threads_and_single
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     (y,) = onnxrt.OnnxInference(big).run({"A": a, "B": b}, trace=probe).values()
     np.testing.assert_allclose(y, a @ b, rtol=1e-4, atol=1e-3)
-    assert seen == [("MatMul", before)]
+    assert seen == [("MatMul", 1)]  # held at one thread for the run
+    if parallel.KERNEL_THREADS > 1 and before > 1:
+        assert products == [(n * n * n, min(before, parallel.KERNEL_THREADS))]  # boosted for the product
     assert blas() == before
+    # a medium product in a run: one thread; a large one inside a pool loop: no boost
+    products.clear()
+    m = 64
+    with parallel.RunScope(None, eager=True):
+        parallel.matmul(a[:m, :m], b[:m, :])  # 1M multiply-adds
+        parallel.parallel_for(2, lambda lo, hi: parallel.matmul(a, b), work_per_item=1 << 30)
+    assert [t for _, t in products] == [1] * len(products) and len(products) >= 2
+    assert blas() == before
+    # a small graph leaves BLAS alone
     seen.clear()
+    small = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [1, 8]), ("B", TensorProto.FLOAT, [8, 8])],
+                                   [("Y", TensorProto.FLOAT, [1, 8])])
+    onnxrt.OnnxInference(small).run({"A": a[:1, :8], "B": b[:8, :8]}, trace=probe)
+    assert seen == [("MatMul", before)]
+    # intra_op_num_threads=1: one thread throughout, products included
     so = onnxrt.SessionOptions()
     so.intra_op_num_threads = 1
-    sess1 = onnxrt.InferenceSession(big.SerializeToString(), so)
-    with parallel.RunScope(1):  # what the session's run enters
-        assert blas() == 1
-        inside = []
-        parallel.parallel_for(8, lambda lo, hi: inside.append(blas()), work_per_item=1 << 30)
-        assert inside and set(inside) == {1}
-    assert blas() == before
-    np.testing.assert_allclose(sess1.run(None, {"A": a, "B": b})[0], a @ b, rtol=1e-4, atol=1e-3)
-    assert blas() == before
-    # a loop split over the pool: one BLAS thread in its chunks, restored after
-    inside = []
-    parallel.parallel_for(8, lambda lo, hi: inside.append(blas()), work_per_item=1 << 30)
-    if parallel.KERNEL_THREADS > 1:
-        assert set(inside) == {1}
+    products.clear()
+    np.testing.assert_allclose(onnxrt.InferenceSession(big.SerializeToString(), so).run(None, {"A": a, "B": b})[0],
+                               a @ b, rtol=1e-4, atol=1e-3)
+    assert products and all(t == 1 for _, t in products)
     assert blas() == before
     sess = onnxrt.InferenceSession(big)
     threads = [threading.Thread(target=lambda: [sess.run(None, {"A": a, "B": b}) for _ in range(10)]) for _ in range(4)]
