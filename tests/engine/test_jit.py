@@ -96,3 +96,29 @@ def test_compiled_kernels_run_concurrently_from_many_threads():
     for r in results:
         assert r.dtype == np.float32
         np.testing.assert_array_equal(r, expected)
+
+
+def test_without_numba_the_numpy_kernels_run_and_the_reason_is_kept():
+    """A process where numba cannot be imported: the kernels report why and every path runs numpy's code."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["numba"] = None  # 'import numba' now raises ImportError
+        import numpy as np
+        from onnxrt.ops_cpu import _jit, _fastmath as fm
+        from onnxrt.ops_cpu.op_softmax import softmax
+        x = (np.random.default_rng(0).standard_normal(100_000) * 3).astype(np.float32)
+        e = fm.erf(x)
+        s = softmax(x.reshape(100, 1000))
+        assert _jit.kernels() is None
+        print(_jit.LOAD_ERROR)
+        print(e.dtype, float(np.abs(e).max()), s.dtype, float(s.sum()))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    reason, values = proc.stdout.strip().splitlines()
+    assert reason.startswith("numba is not available")
+    dtype, top, sdtype, total = values.split()
+    assert dtype == "float32" and sdtype == "float32"
+    assert 0.99 < float(top) <= 1.0 and abs(float(total) - 100.0) < 1e-3
