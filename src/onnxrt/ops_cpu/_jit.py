@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import threading
 import warnings
@@ -15,39 +16,43 @@ from ..parallel import MIN_PARALLEL_WORK, parallel_for
 ENABLED = os.environ.get("ONNXRT_JIT", "1").strip().lower() not in ("0", "false", "no", "off")
 
 _LOCK = threading.Lock()
-_MODULE: ModuleType | None = None
-_TRIED = False
+#: module name -> the loaded module, or None when it could not be loaded
+_LOADED: dict[str, ModuleType | None] = {}
 #: why the kernels could not be loaded (None when they were, or were never asked for)
 LOAD_ERROR: str | None = None
+#: the compiled float32 loops of the operators in ai.onnx
+CORE = "onnxrt.ops_cpu._jit_kernels"
 
 
-def kernels() -> ModuleType | None:
-    """The module of compiled kernels (``_jit_kernels``), or None when numba is not
-    installed, failed to load, or the kernels are disabled: callers then run their numpy
-    code, which computes the same functions within the same stated accuracy.
+def kernels(module: str = CORE) -> ModuleType | None:
+    """A module of compiled kernels (``_jit_kernels`` by default; an operator family may keep
+    its own, such as ``onnxrt.ops_ml._jit_ml``), or None when numba is not installed, failed
+    to load, or the kernels are disabled: callers then run their numpy code, which computes
+    the same functions within the same stated accuracy.
 
     Importing numba costs about 0.3 s, so it happens at the first kernel that wants it,
     not at ``import onnxrt``; each kernel compiles on its first call for a given argument
     type (or loads from numba's on-disk cache).
     """
-    global _MODULE, _TRIED, LOAD_ERROR
+    global LOAD_ERROR
     if not ENABLED:
         return None
-    if _TRIED:
-        return _MODULE
+    try:
+        return _LOADED[module]
+    except KeyError:
+        pass
     with _LOCK:
-        if not _TRIED:
+        if module not in _LOADED:
+            loaded = None
             try:
-                from . import _jit_kernels
+                loaded = importlib.import_module(module)
             except ImportError as exc:  # numba (or llvmlite) not installed
                 LOAD_ERROR = f"numba is not available ({exc})"
             except Exception as exc:  # a broken numba install must not break the runtime
                 LOAD_ERROR = f"numba kernels failed to load: {type(exc).__name__}: {exc}"
                 warnings.warn(f"onnxrt: {LOAD_ERROR}; using the numpy kernels.", RuntimeWarning, stacklevel=2)
-            else:
-                _MODULE = _jit_kernels
-            _TRIED = True
-    return _MODULE
+            _LOADED[module] = loaded
+    return _LOADED[module]
 
 
 @contextlib.contextmanager
