@@ -516,3 +516,42 @@ def test_many_rows_cross_chunks_and_inputs_stay_unchanged():
     # one row given as a vector, and no rows at all
     assert run_onnxrt(model, {"X": x[0]})[0].shape == (1, 2)
     assert run_onnxrt(model, {"X": x[:0]})[0].shape == (0, 2)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_walk_matches_numpy_walk(seed, dtype, monkeypatch):
+    """The numba walk (one pass per level over blocks of (tree, row) lanes, split over the
+    pool) reaches the leaves numpy's level-by-level walk reaches: NaN inputs, infinite and
+    NaN thresholds, 1 row, a few rows, and more rows than one block of lanes."""
+    from onnxrt.ops_cpu import _jit
+
+    assert _jit.kernels("onnxrt.ops_ml._jit_trees") is not None, _jit.LOAD_ERROR
+    rng = np.random.default_rng(100 + seed)
+    nodes, leaves = random_trees(rng, 7, 6, 4, modes=MODES[:4], missing=True, grid=[-np.inf, -1.0, 0.0, 1.0, np.inf, np.nan, 0.25])
+    n_classes = 3
+    votes = [(t, n, int(rng.integers(0, n_classes)), float(np.float32(rng.standard_normal()))) for t, n in leaves]
+    atts = v1_attributes(nodes, "class", votes)
+    atts["classlabels_int64s"] = list(range(n_classes))  # no base values: the "has a vote" rule needs the leaves
+    monkeypatch.setattr(_tree_core, "_JIT_PART_STEPS", 64)  # small parts: the pool shares the rows
+    for rows in (1, 3, 300, 1100):
+        x = rng.choice(np.array([-np.inf, -1.0, 0.0, 0.25, 0.5, 1.0, np.inf, np.nan]), size=(rows, 4)).astype(dtype)
+        model = ml_model("TreeEnsembleClassifier", [("X", x)], n_outputs=2, ml_opset=1, **atts)
+        compiled = run_onnxrt(model, {"X": x})
+        with _jit.disabled():
+            plain = run_onnxrt(model, {"X": x})
+        assert compiled[0].dtype == plain[0].dtype == np.int64 and compiled[0].shape == (rows,)
+        assert compiled[1].dtype == np.float32 and compiled[1].shape == (rows, n_classes)
+        np.testing.assert_array_equal(compiled[0], plain[0])
+        np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6, atol=1e-6)
+        reg = dict(atts, n_targets=n_classes, aggregate_function="AVERAGE")
+        for key in ("class_ids", "class_nodeids", "class_treeids", "class_weights", "classlabels_int64s"):
+            val = reg.pop(key)
+            if key != "classlabels_int64s":
+                reg[key.replace("class_", "target_")] = val
+        model = ml_model("TreeEnsembleRegressor", [("X", x)], ml_opset=1, **reg)
+        compiled = run_onnxrt(model, {"X": x})[0]
+        with _jit.disabled():
+            plain = run_onnxrt(model, {"X": x})[0]
+        np.testing.assert_allclose(compiled, plain, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(compiled, loop_v1_regressor(reg, x.astype(np.float32) if dtype == np.float32 else x, n_classes), rtol=1e-5, atol=1e-5)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..ops_cpu import _jit
 from ..parallel import parallel_for
 
 #: node modes, numbered as TreeEnsemble (ml opset 5) encodes them; LEAF only exists before opset 5
@@ -31,6 +32,10 @@ _CHUNK_ELEMENTS = 100_000
 #: at most this many targets are aggregated one by one (contiguous take + sum per target);
 #: beyond, one [rows, trees, targets] gather
 _PER_TARGET = 16
+#: node steps (rows x trees x depth) per part of a compiled walk shared over the pool
+_JIT_PART_STEPS = 1 << 21
+_NO_LEAVES = np.zeros((0, 0), dtype=np.intp)
+_NO_SCORES = np.zeros((0, 0), dtype=np.float64)
 
 
 def _has_nan(flat: np.ndarray) -> bool:
@@ -321,6 +326,15 @@ class Forest:
         if n == 0 or ntrees == 0:
             return scores, has
         all_has = want_has and self._all_has()
+        if not extreme and x.dtype.kind == "f" and self._tables["canonical"]:
+            k = _jit.kernels("onnxrt.ops_ml._jit_trees")
+            if k is not None:
+                self._aggregate_compiled(k, x, scores, has if want_has and not all_has else None, threads)
+                if want_has and all_has:
+                    has[:] = True
+                if aggregate == "AVERAGE":
+                    scores /= ntrees
+                return scores, has
         walk = self._walker(x)
         step = self._chunk_rows()
         bounds = list(range(0, n, step)) + [n]
@@ -349,6 +363,48 @@ class Forest:
         if extreme and not all_has:
             scores[~has] = 0.0
         return scores, has
+
+    def _compiled_tables(self, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The compiled walk's node table ([nodes, 4] uint32: feature, then the children for
+        x > t, x <= t and NaN), canonical thresholds in the type inputs of ``dtype`` are
+        compared in, leaf rows and roots (cached per input dtype)."""
+        cache = self._tables.setdefault("compiled", {})
+        out = cache.get(dtype)
+        if out is None:
+            dtype = np.result_type(dtype, self.threshold.dtype)
+            cch = self._tables["canonical_children"] >> 1
+            nan_child = self._tables["nan2"][0::2] >> 1
+            nodes = np.stack([self.feature, cch[0::2], cch[1::2], nan_child], axis=1)
+            if len(nodes) and (nodes.max() >= 2**32 or self.leaf_row.max() >= 2**32):
+                raise KernelError(f"{self.label}: more than 2**32 nodes or leaves.")
+            thr = np.ascontiguousarray(self._canonical_threshold(dtype)[0::2])
+            out = cache[dtype] = (nodes.astype(np.uint32), thr, self.leaf_row.astype(np.uintp), self.roots.astype(np.uintp))
+        return out
+
+    def _aggregate_compiled(self, k, x: np.ndarray, scores: np.ndarray, has: np.ndarray | None, threads: int | None) -> None:
+        """SUM of the leaf votes into ``scores`` by the compiled walk (and ``has`` from the
+        leaves reached, when given); rows split over the pool from a few million node steps."""
+        n, nf = x.shape
+        flat = np.ascontiguousarray(x).reshape(-1)
+        nodes, thr, leaf_row, roots = self._compiled_tables(x.dtype)
+        leaves = np.empty((n, len(roots)), dtype=np.intp) if has is not None else _NO_LEAVES
+        weights = self._tables.get("weights_c")
+        if weights is None:
+            weights = self._tables["weights_c"] = np.ascontiguousarray(self.weights)
+        depth = self.depth
+        steps = max(1, len(roots) * max(depth, 1))
+        part = max(1, _JIT_PART_STEPS // steps)
+        if n < 2 * part:
+            k.forest_walk(flat, nf, 0, n, nodes, thr, leaf_row, roots, depth, weights, leaves, scores)
+        else:
+            bounds = list(range(0, n, part)) + [n]
+            parallel_for(
+                len(bounds) - 1,
+                lambda lo, hi: k.forest_walk(flat, nf, bounds[lo], bounds[hi], nodes, thr, leaf_row, roots, depth, weights, leaves, scores),
+                work_per_item=part * steps, threads=threads,
+            )
+        if has is not None:
+            has[:] = self.has.take(leaves, axis=0).any(axis=1)
 
     def _per_target(self, table: np.ndarray, key: str) -> np.ndarray:
         """A [targets, leaves] contiguous copy of a [leaves, targets] table (cached)."""

@@ -414,6 +414,8 @@ class TreeEnsembleClassifier(_TreeV1):
             else:  # two labels, one base value: it belongs to class 0
                 scores[:, 0] += self._base[0]
             ranked = scores
+        elif self.forest._all_has():
+            ranked = scores  # every row has a vote for every class
         else:
             ranked = np.where(has, scores, -np.inf)
         labels = self.labels.take(ranked.argmax(axis=1))
