@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import operator
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +37,7 @@ def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
 class _InputSpec:
     """What a graph input accepts, precomputed for fast feed validation."""
 
-    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional", "np_dtype", "rank", "static")
+    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional", "np_dtype", "rank", "static", "static_get", "static_dims")
 
     def __init__(self, vi: onnx.ValueInfoProto, optional: bool):
         self.name = vi.name
@@ -51,13 +52,20 @@ class _InputSpec:
         self.np_dtype = dt if dt is not None and dt.kind != "O" else None
         self.rank = len(self.shape) if self.shape is not None else -1
         self.static = tuple((a, d) for a, d in enumerate(self.shape or ()) if isinstance(d, int))
+        # the static dims read with one itemgetter call: a tuple of them, or the bare value
+        # for a single static axis (as itemgetter returns it)
+        axes = tuple(a for a, _ in self.static)
+        self.static_get = operator.itemgetter(*axes) if axes else None
+        dims = tuple(d for _, d in self.static)
+        self.static_dims = dims[0] if len(dims) == 1 else dims
 
 
 def _check_feed(spec: _InputSpec, value: Any) -> Any:
     """Validate one feed; returns the value the engine uses (a read-only view for arrays)."""
     if type(value) is np.ndarray and spec.np_dtype is not None and value.dtype == spec.np_dtype:
         shape = value.shape
-        if spec.rank < 0 or (len(shape) == spec.rank and all(shape[a] == d for a, d in spec.static)):
+        get = spec.static_get
+        if spec.rank < 0 or (len(shape) == spec.rank and (get is None or get(shape) == spec.static_dims)):
             if value.flags.writeable:  # kernels see a read-only view: the caller's array cannot change
                 value = value.view()
                 value.flags.writeable = False
@@ -283,8 +291,13 @@ class OnnxInference:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
         feeds = self.validate_feeds(inputs)
-        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds)):
-            values = self.plan.run_dict(feeds)
+        eager = self._eager_blas or _large_feed(feeds)
+        if eager or self._threads is not None:
+            with np.errstate(all="ignore"), RunScope(self._threads, eager):
+                values = self.plan.run_dict(feeds)
+        else:  # a small run with default threads: its scope would change nothing (a nested run defers to the outer one)
+            with np.errstate(all="ignore"):
+                values = self.plan.run_dict(feeds)
         out = []
         for s in self.plan._output_slots:
             v = values[s]
