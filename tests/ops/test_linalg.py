@@ -187,6 +187,38 @@ def test_gemm_matches_onnxruntime_and_versions():
     np.testing.assert_allclose(run_model(m6b, feeds)[0], a @ b.T + c, rtol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [1, 3, 16, 17])
+@pytest.mark.parametrize("tb", [0, 1])
+@pytest.mark.parametrize("cshape", [None, (24,), (1, 24), (1,), "rows"])
+@pytest.mark.parametrize("relu", [False, True])
+def test_gemm_small_rows_compiled_loop_matches_numpy(rows, tb, cshape, relu):
+    """A few float32 rows run the compiled dense loop (product, bias and the fused Relu in
+    one call); more rows, a C that is not one value per column, and ONNXRT_JIT=0 take
+    numpy's path. Both agree within float32 rounding, NaN and -0 included."""
+    from onnxrt.ops_cpu import _jit
+
+    a = rnd((rows, 40), seed=4)
+    a[0, 3] = np.nan if rows > 1 else a[0, 3]
+    b = rnd((24, 40) if tb else (40, 24), seed=5)
+    c = None if cshape is None else rnd((rows, 24) if cshape == "rows" else cshape, seed=6)
+    inputs = [("a", F, [rows, 40]), ("b", F, list(b.shape))] + ([("c", F, list(c.shape))] if c is not None else [])
+    feeds = {"a": a, "b": b} | ({"c": c} if c is not None else {})
+    nodes = [helper.make_node("Gemm", [n for n, _, _ in inputs], ["g"], transB=tb)]
+    nodes.append(helper.make_node("Relu", ["g"], ["y"]) if relu else helper.make_node("Identity", ["g"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs], [helper.make_tensor_value_info("y", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    got = run_model(model, feeds)[0]
+    with _jit.disabled():
+        plain = run_model(model, feeds)[0]
+    want = plain_gemm(a, b, c, 1.0, 1.0, 0, tb)
+    if relu:
+        want = np.where(want < 0, 0, want)
+    assert got.shape == plain.shape == (rows, 24) and got.dtype == plain.dtype == np.float32
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(np.isnan(got), np.isnan(plain))
+
+
 def test_gemm_errors():
     with pytest.raises(KernelError, match=r"cannot multiply A' \[2, 3\] by B' \[2, 3\]"):
         gemm(np.ones((2, 3)), np.ones((2, 3)))

@@ -734,3 +734,50 @@ def add_rows_relu(y, b, relu):
         else:
             for c in range(_U(cols)):
                 yf[base + c] += br
+
+
+@njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
+def _dot_f32(xf, xo, wf, wo, n):
+    # float32 dot product of two contiguous runs (reassociated: several vector accumulators,
+    # as a BLAS kernel sums in its own order)
+    s = _ZERO
+    for c in range(_U(n)):
+        s += xf[xo + c] * wf[wo + c]
+    return s
+
+
+@njit(**_OPTS)
+def dense_small(x, w, b, relu, trans_b, y):
+    """y = x @ W (+ b) into y [M, N] for float32 C-contiguous x [M, K] and W [K, N] ([N, K] when
+    ``trans_b``), b of N values or none (empty), then max(y, 0) when ``relu`` (NaN kept):
+    a few rows through a dense layer, Gemm/MatMul + bias + Relu in one compiled call where
+    numpy needs three (product, addition, maximum: ~1.5 us each at one row). Products are
+    summed in float32 in the loop's order (BLAS sums in its own: results agree within
+    float32 rounding). The caller allocates y: an array made and returned by a compiled
+    function costs ~1 us more to hand back to Python."""
+    m, kk = x.shape
+    n = y.shape[1]
+    xf = x.reshape(-1)
+    wf = w.reshape(-1)
+    yf = y.reshape(-1)
+    has_b = b.shape[0] > 0
+    for i in range(m):
+        row = _U(i * n)
+        if trans_b:
+            for j in range(_U(n)):
+                yf[row + j] = _dot_f32(xf, _U(i * kk), wf, j * _U(kk), kk)
+        else:
+            for j in range(_U(n)):
+                yf[row + j] = _ZERO
+            for k in range(_U(kk)):
+                a = xf[_U(i * kk) + k]
+                wrow = k * _U(n)
+                for j in range(_U(n)):
+                    yf[row + j] += a * wf[wrow + j]
+        if has_b:
+            for j in range(_U(n)):
+                yf[row + j] += b[j]
+        if relu:
+            for j in range(_U(n)):
+                v = yf[row + j]
+                yf[row + j] = _ZERO if v < _ZERO else v

@@ -76,9 +76,17 @@ class FusedConv(_Fused):
 
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)
 class FusedGemm(_Fused):
-    """Gemm + activation."""
+    """Gemm + activation; Gemm + Relu on a few float32 rows runs the compiled dense loop
+    (product, bias and Relu in one call)."""
 
     base_op = "Gemm"
+
+    def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
+        if self._act == "Relu" and inputs[0].ndim == 2 and inputs[0].shape[0] <= 16:
+            y = self._inner.dense(*inputs, relu=True)
+            if y is not None:
+                return (y,)
+        return super()._run(*inputs)
 
 
 @register("FusedMatMul", versions=(1,), domain=FUSED_DOMAIN)

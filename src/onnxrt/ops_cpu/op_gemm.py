@@ -7,9 +7,16 @@ import numpy as np
 from ..errors import KernelError
 from ..registry import register
 from ..parallel import BLAS_THREADED_WORK, matmul
+from . import _jit
 from ._op import OpRun
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
+_F32 = np.dtype(np.float32)
+_NO_BIAS = np.zeros(0, dtype=np.float32)
+#: a float32 product of at most this many rows and multiply-adds runs in the compiled dense
+#: loop (bias and Relu included); beyond, BLAS's blocked kernels win
+DENSE_MAX_ROWS = 16
+DENSE_MAX_WORK = 1 << 17
 
 
 def gemm(
@@ -89,8 +96,35 @@ class Gemm(OpRun):
         self._strict_c = (self.since_version or 13) < 7 and not getattr(self, "broadcast", 0)
         # the common case (alpha = beta = 1, C optional) skips the general kernel's checks
         self._plain = self.alpha == 1.0 and self.beta == 1.0 and not self._strict_c
+        #: whether B is transposed, for the compiled dense loop (None: it does not apply)
+        self._dense_trans_b = bool(self.transB) if self._plain and not self.transA else None
+
+    def dense(self, a, b, c=None, relu: bool = False) -> np.ndarray | None:
+        """A few float32 rows through the compiled dense loop (``_jit_kernels.dense_small``:
+        product, bias and optional Relu in one call), or None where it does not apply
+        (other types, transA, larger products, a C that is not one value per column,
+        non-contiguous operands, no compiled kernels)."""
+        trans_b = self._dense_trans_b
+        if trans_b is None or a.dtype != _F32 or b.dtype != _F32 or a.ndim != 2 or b.ndim != 2:
+            return None
+        m, kk = a.shape
+        n, kb = (b.shape if trans_b else b.shape[::-1])
+        if m > DENSE_MAX_ROWS or kb != kk or m * kk * n > DENSE_MAX_WORK or not (a.flags.c_contiguous and b.flags.c_contiguous):
+            return None
+        if c is None:
+            c = _NO_BIAS
+        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)):
+            return None
+        k = _jit.kernels()
+        if k is None:
+            return None
+        y = np.empty((m, n), dtype=_F32)
+        k.dense_small(a, b, c.reshape(-1), relu, trans_b, y)
+        return y
 
     def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
+        if a.shape[0] <= DENSE_MAX_ROWS and (y := self.dense(a, b, c)) is not None:
+            return (y,)
         if self._plain and a.dtype in _BLAS and a.ndim == 2 and b.ndim == 2 and b.dtype == a.dtype:
             at = a.T if self.transA else a
             bt = b.T if self.transB else b
