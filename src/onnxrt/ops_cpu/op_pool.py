@@ -26,6 +26,9 @@ from ._conv_common import (
 from ._op import OpRun
 
 POOL_MODES = ("max", "avg", "lp")
+#: window taps (outputs x kernel size) from which the compiled pooling loop splits its planes
+#: over the pool
+JIT_SPLIT_WORK = 1 << 22
 _F32 = np.dtype(np.float32)
 #: the compiled max pool's unused scale argument (one array type: one compilation)
 _NO_SCALE = np.ones((1, 1), _F32)
@@ -470,7 +473,7 @@ def pool(
         def compiled(lo: int, hi: int) -> None:
             k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1], mode == "max", inv)
 
-        _jit.split(planes, compiled, max(1, (1 << 22) // (prod(out_shape) * prod(kernel))))
+        _jit.split(planes, compiled, max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel))))
         y = y.reshape(full)
         return y if y.dtype == out_dtype else y.astype(out_dtype)
 
