@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..ops_cpu import _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import (
@@ -20,17 +21,36 @@ from ._common import (
 KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
 
 
+#: the module of compiled kernels (numba), loaded through _jit.kernels
+_JIT_ML = "onnxrt.ops_ml._jit_ml"
+#: kernel_type -> the code of _jit_ml.svm_predict
+_KIND_CODES = {name: i for i, name in enumerate(KERNELS)}
+#: multiply-adds (rows x support vectors x features) per part when the compiled kernel's
+#: rows split over the kernel pool (about half a millisecond each)
+_JIT_PART_MACS = 4_000_000
+_EMPTY = np.empty(0)
+_NO_LABELS = np.empty(0, dtype=np.int64)
+
+
+def rbf_constants(sv: np.ndarray, gamma: float, sv_sq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """((2 gamma) sv^T contiguous, gamma |sv|^2): what :func:`kernel_matrix`'s RBF reuses."""
+    sq = sv_sq if sv_sq is not None else (sv * sv).sum(axis=1)
+    return np.ascontiguousarray((2 * gamma) * sv.T), gamma * sq
+
+
 def kernel_matrix(x: np.ndarray, sv: np.ndarray, kind: str, gamma: float, coef0: float, degree: float,
-                  sv_sq: np.ndarray | None = None) -> np.ndarray:
+                  sv_sq: np.ndarray | None = None, rbf: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """K[n, k] = kernel(x_n, sv_k) for every row and support vector, in float64.
 
     LINEAR: <x, sv>; POLY: (gamma <x, sv> + coef0) ^ degree; RBF: exp(-gamma |x - sv|^2);
     SIGMOID: tanh(gamma <x, sv> + coef0). The RBF exponent is built in place from one
-    matrix product, 2 gamma <x, sv> - gamma |sv|^2 - gamma |x|^2, clipped at 0 against rounding.
+    matrix product, 2 gamma <x, sv> - gamma |sv|^2 - gamma |x|^2, clipped at 0 against
+    rounding; ``rbf`` holds :func:`rbf_constants` precomputed (else derived from sv).
     """
     if kind == "RBF":
-        k = x @ ((2 * gamma) * sv.T)
-        k -= gamma * (sv_sq if sv_sq is not None else (sv * sv).sum(axis=1))
+        svt2g, gsq = rbf if rbf is not None else rbf_constants(sv, gamma, sv_sq)
+        k = x @ svt2g
+        k -= gsq
         k -= (gamma * np.einsum("ij,ij->i", x, x))[:, None]
         np.minimum(k, 0, out=k)
         return np.exp(k, out=k)
@@ -136,12 +156,16 @@ def _coupling_one(r: list[list[float]], k: int, iterations: int, eps: float) -> 
     return p
 
 
-def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
+def _rows(x: np.ndarray, op: OpRun, compiled: bool = False) -> np.ndarray:
+    """[N, F] contiguous float64, the input itself when it already is (nothing writes to
+    it); for the ``compiled`` kernel, a contiguous float32 input stays as it is."""
     if x.ndim == 1:
         x = x.reshape(1, -1)
     elif x.ndim != 2:
         raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
-    return x.astype(np.float64)
+    if compiled and x.dtype == np.float32 and x.flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x, dtype=np.float64)
 
 
 class _SVMBase(OpRun):
@@ -155,12 +179,60 @@ class _SVMBase(OpRun):
         self._transform = post_transform_fn(self)
         self._transform_name = self.post_transform
 
-    def _kernel_product(self, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """K(x, SV) @ weights, the kernel matrix built by blocks of rows (never whole)."""
+    def _set_vectors(self, sv: np.ndarray) -> None:
+        """The support vectors [n_sv, F]; the constants of either path are built at its first run."""
+        self._sv = sv
+        self._sv_sq = (sv * sv).sum(axis=1)
+        self._rbf = None  # rbf_constants
+        self._jit_args = None  # the constant arguments of the compiled kernel
+
+    def _rbf_constants(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._rbf is None:
+            self._rbf = rbf_constants(self._sv, self._gamma, self._sv_sq)
+        return self._rbf
+
+    def _check_features(self, x: np.ndarray) -> None:
         if x.shape[1] != self._sv.shape[1]:
             raise KernelError(
                 f"{self._node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
             )
+
+    def _compiled(self, k, x: np.ndarray, wt: np.ndarray, bias: np.ndarray, n_classes: int = 0,
+                  prob: tuple[np.ndarray, np.ndarray] | None = None, labels: np.ndarray = _NO_LABELS,
+                  probs_dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(decision values [N, len(bias)], winners [N] or [0], probabilities [N, classes] or
+        [0, 0] in ``probs_dtype``) by _jit_ml.svm_predict; ``wt`` is [len(bias), n_sv];
+        winners are labels[i] for int64 ``labels``, else the class indices i. The arguments
+        are the same at every call (bound at the first). Rows go to the kernel pool by parts
+        of about _JIT_PART_MACS multiply-adds."""
+        self._check_features(x)
+        if self._jit_args is None:
+            pa, pb = prob if prob is not None else (_EMPTY, _EMPTY)
+            # float32 vectors when they are float32 values (always, from ONNX attributes): the
+            # kernel is bound by memory traffic
+            sv32 = self._sv.astype(np.float32)
+            svt = np.ascontiguousarray((sv32 if np.array_equal(sv32, self._sv) else self._sv).T)
+            sq = self._gamma * self._sv_sq if self._kernel == "RBF" else _EMPTY
+            kind = _KIND_CODES[self._kernel]
+            self._jit_args = (svt, sq, kind, self._gamma, self._coef0, self._degree, wt, bias, n_classes, pa, pb, labels)
+            self._jit_part = max(1, _JIT_PART_MACS // max(1, self._sv.size))
+        args = self._jit_args
+        n = x.shape[0]
+        dec = np.empty((n, wt.shape[0]))
+        winners = np.empty(n if n_classes else 0, dtype=np.int64)
+        probs = np.empty((n, n_classes) if prob is not None else (0, 0), dtype=probs_dtype)
+        min_part = self._jit_part
+        if n < 2 * min_part:
+            k.svm_predict(x, *args, dec, winners, probs)
+        else:
+            _jit.split(n, lambda lo, hi: k.svm_predict(x[lo:hi], *args, dec[lo:hi], winners[lo:hi], probs[lo:hi]), min_part)
+        return dec, winners, probs
+
+    def _kernel_product(self, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """K(x, SV) @ weights, the kernel matrix built by blocks of rows (never whole)."""
+        self._check_features(x)
+        if self._kernel == "RBF":
+            self._rbf_constants()
         n = x.shape[0]
         n_sv, nf = self._sv.shape
         if n * n_sv * nf < _SMALL_PRODUCT:
@@ -170,10 +242,10 @@ class _SVMBase(OpRun):
         else:
             step = max(1, _KERNEL_BLOCK // max(1, n_sv))
         if n <= step:
-            return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq) @ weights
+            return kernel_matrix(x, self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq, self._rbf) @ weights
         out = np.empty((n,) + weights.shape[1:], dtype=np.float64)
         for start in range(0, n, step):
-            block = kernel_matrix(x[start:start + step], self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq)
+            block = kernel_matrix(x[start:start + step], self._sv, self._kernel, self._gamma, self._coef0, self._degree, self._sv_sq, self._rbf)
             out[start:start + step] = block @ weights
         return out
 
@@ -220,8 +292,7 @@ class SVMClassifier(_SVMBase):
                 raise InvalidAttributeError(
                     f"{label} has {sv.size} support vector values, not a multiple of the {n_sv} vectors of 'vectors_per_class'."
                 )
-            self._sv = sv.reshape(n_sv, -1)
-            self._sv_sq = (self._sv * self._sv).sum(axis=1)
+            self._set_vectors(sv.reshape(n_sv, -1))
             if self._coef.size != (k - 1) * n_sv:
                 raise InvalidAttributeError(
                     f"{label} has {self._coef.size} coefficients, expected {(k - 1) * n_sv} ((classes - 1) x support vectors)."
@@ -238,6 +309,8 @@ class SVMClassifier(_SVMBase):
             self._k = k
             self._pairs = np.triu_indices(k, 1)
             self._pair_weights = self._pair_matrix(vpc, self._coef.reshape(k - 1, n_sv))
+            self._pair_weights_t = np.ascontiguousarray(self._pair_weights.T)
+            self._jit_labels = labels if labels.dtype == np.int64 else _NO_LABELS
         else:
             self._k = None
 
@@ -261,33 +334,52 @@ class SVMClassifier(_SVMBase):
         return w
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self)
+        jit = _jit.kernels(_JIT_ML) if self._svc else None
+        x = _rows(x, self, jit is not None)
         if not self._svc:
             return self._linear(x)
-        dec = add_columns(self._kernel_product(x, self._pair_weights), self._rho)
         k = self._k
-        ii, jj = self._pairs
-        if k == 2:
-            winner = (dec[:, 0] <= 0).astype(np.intp)
+        if jit is not None:
+            # the whole operator in one compiled call per block of rows; the probabilities
+            # come as float32 when no transform follows
+            direct = self._transform is None
+            dec, winner, probs = self._compiled(jit, x, self._pair_weights_t, self._rho, k, self._prob, self._jit_labels,
+                                                np.float32 if direct else np.float64)
+            labels = winner if self._jit_labels.size else self.labels.take(winner)
+            if self._prob is not None and direct:
+                return labels, probs
         else:
-            # the winner of each pair, then one count per class (a [N, pairs, k] comparison)
-            winners = np.where(dec > 0, ii, jj)
-            votes = (winners[:, :, None] == np.arange(k)).sum(axis=1)
-            winner = votes.argmax(axis=1)
-        labels = self.labels.take(winner)
-        if self._prob is not None:
-            # libsvm clips the pairwise probabilities to [1e-7, 1 - 1e-7]
-            rij = np.clip(sigmoid_predict(dec, *self._prob), 1e-7, 1 - 1e-7)
+            dec = add_columns(self._kernel_product(x, self._pair_weights), self._rho)
+            labels = self.labels.take(self._votes(dec))
             # the coupling runs for two classes too (scikit-learn's libsvm does; the iteration
             # stops at a tolerance, so its result differs from r[0, 1] by up to ~5e-3)
-            r = np.zeros((x.shape[0], k, k))
-            r[:, ii, jj] = rij
-            r[:, jj, ii] = 1 - rij
-            probs = pairwise_coupling(r)
+            probs = None if self._prob is None else pairwise_coupling(self._pairwise_probabilities(dec))
+        if self._prob is not None:
             return labels, apply_transform(self._transform, probs).astype(np.float32)
         if k == 2:
             return labels, self._binary_pair(dec[:, 0])
         return labels, apply_transform(self._transform, dec).astype(np.float32)
+
+    def _votes(self, dec: np.ndarray) -> np.ndarray:
+        """The one-vs-one winner of each row: i wins pair (i, j) when d > 0, the first class
+        with the most wins is the label."""
+        if self._k == 2:
+            return (dec[:, 0] <= 0).astype(np.intp)
+        # the winner of each pair, then one count per class (a [N, pairs, k] comparison)
+        ii, jj = self._pairs
+        winners = np.where(dec > 0, ii, jj)
+        votes = (winners[:, :, None] == np.arange(self._k)).sum(axis=1)
+        return votes.argmax(axis=1)
+
+    def _pairwise_probabilities(self, dec: np.ndarray) -> np.ndarray:
+        """r[N, i, j] = P(i | i or j) by Platt's sigmoid, clipped to [1e-7, 1 - 1e-7] as libsvm does."""
+        k = self._k
+        ii, jj = self._pairs
+        rij = np.clip(sigmoid_predict(dec, *self._prob), 1e-7, 1 - 1e-7)
+        r = np.zeros((dec.shape[0], k, k))
+        r[:, ii, jj] = rij
+        r[:, jj, ii] = 1 - rij
+        return r
 
     def _binary_pair(self, d: np.ndarray) -> np.ndarray:
         name = self._transform_name
@@ -343,15 +435,20 @@ class SVMRegressor(_SVMBase):
                 raise InvalidAttributeError(f"{label} has {sv.size} support vector values, not a multiple of n_supports={n}.")
             if self._coef.size != n:
                 raise InvalidAttributeError(f"{label} has {self._coef.size} coefficients, expected n_supports={n}.")
-            self._sv = sv.reshape(n, -1)
-            self._sv_sq = (self._sv * self._sv).sum(axis=1)
+            self._set_vectors(sv.reshape(n, -1))
+            self._coef_t = self._coef.reshape(1, n)
+            self._bias = np.array([self._rho])
         else:
             self._sv = None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        x = _rows(x, self)
+        jit = _jit.kernels(_JIT_ML) if self._sv is not None else None
+        x = _rows(x, self, jit is not None)
         if self._sv is not None:
-            y = self._kernel_product(x, self._coef) + self._rho
+            if jit is not None:
+                y = self._compiled(jit, x, self._coef_t, self._bias)[0]
+            else:
+                y = self._kernel_product(x, self._coef) + self._rho
         else:
             if self._coef.size != x.shape[1]:
                 raise KernelError(
