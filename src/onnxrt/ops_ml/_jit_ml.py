@@ -359,7 +359,7 @@ def linear_classify(x, wt, b, transform, labels, winners, scores, z):  # pragma:
 def normalize_rows(x, norm, y):  # pragma: no cover (compiled)
     """y[r] = x[r] / d as float32, d in x's precision: the row's maximum (norm 0, a NaN in
     the row makes it NaN), the sum of |x| (1) or sqrt(sum x^2) (2); d = 0 leaves the row
-    as it is. Sums run in column order (numpy's pairwise order differs from 9 columns on)."""
+    as it is. Sums run in column order (numpy's may differ: float rounding apart)."""
     n, nc = x.shape
     for r in range(n):
         if norm == 0:
