@@ -16,11 +16,13 @@ from numba.extending import intrinsic
 # pairwise coupling ran on Python floats). Each kernel below does the whole operator for a
 # block of rows in one call. The SVM kernel computes its kernel values row by row, the
 # support vectors stored feature-major ([F, n_sv]) so that the loops over support vectors
-# vectorise; exp is a float64 polynomial that vectorises too (numba's math.exp is a libm
-# call per element, 10 ns). fastmath is limited to "contract" (FMA), except in the dot
-# products with the weights (a reassociated sum, as a BLAS product's order is unspecified
-# too); the coupling has no fastmath at all, so it repeats the Python-float iteration of
-# op_svm._coupling_one operation for operation.
+# vectorise, and as float32 (ONNX attributes are float32 values: the same numbers in half
+# the memory traffic, which bounds that loop; the sums are float64); exp is a float64
+# polynomial that vectorises too (numba's math.exp is a libm call per element, 10 ns).
+# fastmath is limited to "contract" (FMA), except in the dot products with the weights
+# (reassociated sums, as a BLAS product's order is unspecified too); the coupling has no
+# fastmath at all, so it repeats the Python-float iteration of op_svm._coupling_one
+# operation for operation.
 
 _OPTS = {"nogil": True, "cache": True, "error_model": "numpy", "fastmath": {"contract"}}
 _INLINE = {"nogil": True, "error_model": "numpy", "inline": "always", "fastmath": {"contract"}}
