@@ -30,6 +30,7 @@ _KIND_CODES = {name: i for i, name in enumerate(KERNELS)}
 _JIT_PART_MACS = 4_000_000
 _EMPTY = np.empty(0)
 _NO_LABELS = np.empty(0, dtype=np.int64)
+_F32 = np.dtype(np.float32)
 
 
 def rbf_constants(sv: np.ndarray, gamma: float, sv_sq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -311,8 +312,10 @@ class SVMClassifier(_SVMBase):
             self._pair_weights = self._pair_matrix(vpc, self._coef.reshape(k - 1, n_sv))
             self._pair_weights_t = np.ascontiguousarray(self._pair_weights.T)
             self._jit_labels = labels if labels.dtype == np.int64 else _NO_LABELS
+            self._jit_direct = self._jit_labels.size > 0 and self._prob is not None and self._transform is None
         else:
             self._k = None
+            self._jit_direct = False
 
     @staticmethod
     def _pair_matrix(vpc: np.ndarray, coef: np.ndarray) -> np.ndarray:
@@ -334,6 +337,15 @@ class SVMClassifier(_SVMBase):
         return w
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        if self._jit_direct and self._jit_args is not None and x.ndim == 2 and x.dtype == _F32 and x.flags.c_contiguous \
+                and x.shape[1] == self._sv.shape[1] and x.shape[0] < 2 * self._jit_part and (jit := _jit.kernels(_JIT_ML)) is not None:
+            # the common case after the first run (int64 labels, probabilities without a
+            # transform, float32 rows, few of them) goes straight to the kernel
+            n = x.shape[0]
+            winners = np.empty(n, dtype=np.int64)
+            probs = np.empty((n, self._k), dtype=_F32)
+            jit.svm_predict(x, *self._jit_args, np.empty((n, self._rho.size)), winners, probs)
+            return winners, probs
         jit = _jit.kernels(_JIT_ML) if self._svc else None
         x = _rows(x, self, jit is not None)
         if not self._svc:
