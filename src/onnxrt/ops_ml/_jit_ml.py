@@ -19,8 +19,8 @@ from numba.extending import intrinsic
 # vectorise, and as float32 (ONNX attributes are float32 values: the same numbers in half
 # the memory traffic, which bounds that loop; the sums are float64); exp is a float64
 # polynomial that vectorises too (numba's math.exp is a libm call per element, 10 ns).
-# fastmath is limited to "contract" (FMA), except in the dot products with the weights
-# (reassociated sums, as a BLAS product's order is unspecified too); the coupling has no
+# fastmath is limited to "contract" (FMA), except in the SVM's weighted sums of kernel
+# values (reassociated, as a BLAS product's order is unspecified too); the coupling has no
 # fastmath at all, so it repeats the Python-float iteration of op_svm._coupling_one
 # operation for operation.
 
@@ -257,15 +257,6 @@ def svm_predict(x, svt, sq, kind, gamma, coef0, degree, wt, bias, n_classes, pro
                     probs[r, c] = p[c]
 
 
-@njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
-def _dot_rows(x, r, wt, c):
-    """sum_f x[r, f] wt[c, f] in x's precision, reassociated (vectorised)."""
-    acc = x[r, 0] * wt[c, 0]
-    for f in range(1, x.shape[1]):
-        acc += x[r, f] * wt[c, f]
-    return acc
-
-
 @njit(**_INLINE)
 def _argmax_row(a, r):
     # the first index of the largest a[r, c], or of the first NaN (np.argmax's rule): the
@@ -293,8 +284,7 @@ _ROWS_BLOCK = 256
 @njit(**_OPTS)
 def linear_classify(x, wt, b, transform, labels, winners, scores, z):  # pragma: no cover (compiled)
     """For each row r of ``x``: the scores x[r] @ wt.T + b in x's precision (wt [C, F],
-    F >= 1; each dot product reassociated, as a BLAS product's order is unspecified too),
-    into scores[r] unless ``scores`` has no rows; winners[r] = labels[i] (i itself when
+    F >= 1; each sum over the features in order, then the intercept), into scores[r] unless ``scores`` has no rows; winners[r] = labels[i] (i itself when
     ``labels`` is empty) for i the first index of the largest score (of the first NaN if
     any, as np.argmax); and, for ``transform`` NONE, SOFTMAX or LOGISTIC (other codes leave
     ``z`` alone), z[r] = transform(scores) as float32. Deviation from numpy's path
@@ -302,18 +292,36 @@ def linear_classify(x, wt, b, transform, labels, winners, scores, z):  # pragma:
     times 1 / sum (s - max in the scores' precision; a NaN in the row gives NaN
     throughout) and 1 / (1 + exp(-s)), exp as :func:`_exp_nonpositive`: with float32
     scores, within 1 float32 ulp of numpy's."""
-    n = x.shape[0]
+    n, nf = x.shape
     nc = wt.shape[0]
     keep = scores.shape[0] > 0
     named = labels.size > 0
-    blk = np.empty((min(n, _ROWS_BLOCK), nc), dtype=x.dtype)
-    d = np.empty(min(n, _ROWS_BLOCK) * nc)
+    rows = min(n, _ROWS_BLOCK)
+    blk = np.empty((rows, nc), dtype=x.dtype)
+    d = np.empty(rows * nc)
+    xt = np.empty((nf, rows), dtype=x.dtype)
+    acc = np.empty(rows, dtype=x.dtype)
     for r0 in range(0, n, _ROWS_BLOCK):
         r1 = min(r0 + _ROWS_BLOCK, n)
+        m = r1 - r0
+        # the block transposed, so that each score is a loop over the block's rows (vectorised,
+        # features in order) rather than a 20-term reduction per row
+        for i in range(m):
+            for f in range(nf):
+                xt[f, i] = x[r0 + i, f]
+        for c in range(nc):
+            w0 = wt[c, 0]
+            for i in range(m):
+                acc[i] = xt[0, i] * w0
+            for f in range(1, nf):
+                wf = wt[c, f]
+                for i in range(m):
+                    acc[i] += xt[f, i] * wf
+            bc = b[c]
+            for i in range(m):
+                blk[i, c] = acc[i] + bc
         for r in range(r0, r1):
             i = r - r0
-            for c in range(nc):
-                blk[i, c] = _dot_rows(x, r, wt, c) + b[c]
             best = _argmax_row(blk, i)
             winners[r] = labels[best] if named else best
             if keep:

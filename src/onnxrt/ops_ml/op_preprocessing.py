@@ -41,8 +41,6 @@ _JIT_ML = "onnxrt.ops_ml._jit_ml"
 _NORM_CODES = {"MAX": 0, "L1": 1, "L2": 2}
 #: elements per part when the compiled loop's rows split over the kernel pool
 _JIT_PART_ELEMENTS = 1 << 19
-#: Normalizer runs fewer rows than this straight through the compiled loop
-_JIT_SMALL = 64
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
@@ -129,8 +127,8 @@ class Normalizer(OpRun):
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if x.ndim == 2 and (x.dtype == _F32 or x.dtype == _F64) and x.flags.c_contiguous and (k := _jit.kernels(_JIT_ML)) is not None:
             n, c = x.shape
-            if c and n < _JIT_SMALL:
-                # a few rows: normalizer()'s compiled call without its checks
+            if c and n * c < 2 * _JIT_PART_ELEMENTS:
+                # normalizer()'s compiled call without its checks (and without pool parts)
                 out = np.empty((n, c), dtype=_F32)
                 k.normalize_rows(x, self._code, out)
                 return (out,)
