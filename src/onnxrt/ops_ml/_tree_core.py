@@ -374,12 +374,38 @@ class Forest:
             dtype = np.result_type(dtype, self.threshold.dtype)
             cch = self._tables["canonical_children"] >> 1
             nan_child = self._tables["nan2"][0::2] >> 1
-            nodes = np.stack([self.feature, cch[0::2], cch[1::2], nan_child], axis=1)
+            # renumbered level by level (roots first, then their children, siblings side by
+            # side): the first levels of every tree, visited by every row, share cache lines
+            order = self._level_order()
+            new = np.empty(len(order), dtype=np.intp)
+            new[order] = np.arange(len(order))
+            nodes = np.stack([self.feature[order], new[cch[0::2][order]], new[cch[1::2][order]], new[nan_child[order]]], axis=1)
             if len(nodes) and (nodes.max() >= 2**32 or self.leaf_row.max() >= 2**32):
                 raise KernelError(f"{self.label}: more than 2**32 nodes or leaves.")
-            thr = np.ascontiguousarray(self._canonical_threshold(dtype)[0::2])
-            out = cache[dtype] = (nodes.astype(np.uint32), thr, self.leaf_row.astype(np.uintp), self.roots.astype(np.uintp))
+            thr = np.ascontiguousarray(self._canonical_threshold(dtype)[0::2][order])
+            out = cache[dtype] = (
+                nodes.astype(np.uint32), thr, self.leaf_row[order].astype(np.uintp), new[self.roots].astype(np.uintp)
+            )
         return out
+
+    def _level_order(self) -> np.ndarray:
+        """Every node once: the roots, then the nodes one level down, and so on (children of
+        a node next to each other), then the nodes no root reaches."""
+        n = len(self.feature)
+        is_leaf = self.mode == LEAF
+        seen = np.zeros(n, dtype=bool)
+        parts = []
+        frontier = self.roots
+        while frontier.size:
+            _, first = np.unique(frontier, return_index=True)
+            frontier = frontier[np.sort(first)]  # a node shared by two parents comes once
+            frontier = frontier[~seen[frontier]]
+            seen[frontier] = True
+            parts.append(frontier)
+            inner = frontier[~is_leaf[frontier]]
+            frontier = np.stack([self.false_child[inner], self.true_child[inner]], axis=1).reshape(-1)
+        parts.append(np.nonzero(~seen)[0])
+        return np.concatenate(parts).astype(np.intp)
 
     def _aggregate_compiled(self, k, x: np.ndarray, scores: np.ndarray, has: np.ndarray | None, threads: int | None) -> None:
         """SUM of the leaf votes into ``scores`` by the compiled walk (and ``has`` from the

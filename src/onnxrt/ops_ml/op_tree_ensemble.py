@@ -402,9 +402,12 @@ class TreeEnsembleClassifier(_TreeV1):
         self._single_id = int(voted[0]) if n_classes == 2 and voted.size == 1 else None
         self._threshold = 0.5 if bool((weights >= 0).all()) else 0.0
         self._all_positive = self._threshold == 0.5
+        #: the top class is chosen among the classes a row has votes for only without base
+        #: values, and only matters when some leaf does not vote for every class
+        self._need_has = self._base is None and self._single_id is None and not self.forest._all_has()
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        need_has = self._base is None or self.labels.size == 2
+        need_has = self._need_has
         scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has, threads=session_threads(self.options))
         if self._single_id is not None:
             return self._binary(scores)
@@ -413,11 +416,7 @@ class TreeEnsembleClassifier(_TreeV1):
                 add_columns(scores, self._base)
             else:  # two labels, one base value: it belongs to class 0
                 scores[:, 0] += self._base[0]
-            ranked = scores
-        elif self.forest._all_has():
-            ranked = scores  # every row has a vote for every class
-        else:
-            ranked = np.where(has, scores, -np.inf)
+        ranked = np.where(has, scores, -np.inf) if need_has else scores
         labels = self.labels.take(ranked.argmax(axis=1))
         z = apply_transform(self._transform, scores)
         return labels, z.astype(np.float32)
