@@ -544,6 +544,13 @@ def test_compiled_walk_matches_numpy_walk(seed, dtype, monkeypatch):
         assert compiled[1].dtype == np.float32 and compiled[1].shape == (rows, n_classes)
         np.testing.assert_array_equal(compiled[0], plain[0])
         np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6, atol=1e-6)
+        # with base values no "has a vote" flags are needed: few rows take sum_few_rows
+        based = ml_model("TreeEnsembleClassifier", [("X", x)], n_outputs=2, ml_opset=1, base_values=[0.1, -0.2, 0.3], **atts)
+        compiled = run_onnxrt(based, {"X": x})
+        with _jit.disabled():
+            plain = run_onnxrt(based, {"X": x})
+        np.testing.assert_array_equal(compiled[0], plain[0])
+        np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6, atol=1e-6)
         reg = dict(atts, n_targets=n_classes, aggregate_function="AVERAGE")
         for key in ("class_ids", "class_nodeids", "class_treeids", "class_weights", "classlabels_int64s"):
             val = reg.pop(key)

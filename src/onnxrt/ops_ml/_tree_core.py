@@ -35,6 +35,9 @@ _PER_TARGET = 16
 #: node steps (rows x trees x depth) per part of a compiled walk shared over the pool
 _JIT_PART_STEPS = 1 << 21
 _NO_LEAVES = np.zeros((0, 0), dtype=np.intp)
+#: at most this many rows take :meth:`Forest.sum_few_rows` (the compiled walk, fewest checks)
+FEW_ROWS = 64
+_TREES = "onnxrt.ops_ml._jit_trees"
 _NO_SCORES = np.zeros((0, 0), dtype=np.float64)
 
 
@@ -327,7 +330,7 @@ class Forest:
             return scores, has
         all_has = want_has and self._all_has()
         if not extreme and x.dtype.kind == "f" and self._tables["canonical"]:
-            k = _jit.kernels("onnxrt.ops_ml._jit_trees")
+            k = _jit.kernels(_TREES)
             if k is not None:
                 self._aggregate_compiled(k, x, scores, has if want_has and not all_has else None, threads)
                 if want_has and all_has:
@@ -387,6 +390,29 @@ class Forest:
                 nodes.astype(np.uint32), thr, self.leaf_row[order].astype(np.uintp), new[self.roots].astype(np.uintp)
             )
         return out
+
+    def sum_few_rows(self, x: np.ndarray, average: bool = False) -> np.ndarray | None:
+        """SUM (or AVERAGE) scores [N, targets] of up to FEW_ROWS C-contiguous float rows by the
+        compiled walk, with the fewest Python steps (one row through a model is mostly
+        per-call cost); None where that path does not apply, for :meth:`aggregate` to run."""
+        if not _jit.ENABLED or x.ndim != 2 or x.shape[0] > FEW_ROWS or not x.flags.c_contiguous:
+            return None
+        fast = self._tables.get(("few_rows", x.dtype))
+        if fast is None:
+            k = _jit.kernels(_TREES) if x.dtype.kind == "f" and self._tables["canonical"] and len(self.roots) else None
+            if k is None:
+                return None
+            nodes, thr, leaf_row, roots = self._compiled_tables(x.dtype)
+            fast = self._tables[("few_rows", x.dtype)] = (k.forest_walk, nodes, thr, leaf_row, roots, np.ascontiguousarray(self.weights))
+        if x.shape[1] < self.n_features:
+            return None  # aggregate() raises the error
+        walk, nodes, thr, leaf_row, roots, weights = fast
+        n = x.shape[0]
+        scores = np.zeros((n, self.n_targets))
+        walk(x.reshape(-1), x.shape[1], 0, n, nodes, thr, leaf_row, roots, self.depth, weights, _NO_LEAVES, scores)
+        if average:
+            scores /= len(roots)
+        return scores
 
     def _level_order(self) -> np.ndarray:
         """Every node once: the roots, then the nodes one level down, and so on (children of

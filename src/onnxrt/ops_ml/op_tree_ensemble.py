@@ -357,7 +357,10 @@ class TreeEnsembleRegressor(_TreeV1):
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        scores, _ = self.forest.aggregate(self._threshold_input(x), self._aggregate, threads=session_threads(self.options))
+        x = self._threshold_input(x)
+        scores = self.forest.sum_few_rows(x, self._aggregate == "AVERAGE") if self._aggregate in ("SUM", "AVERAGE") else None
+        if scores is None:
+            scores, _ = self.forest.aggregate(x, self._aggregate, threads=session_threads(self.options))
         if self._base is not None:
             add_columns(scores, self._base)
         scores = apply_transform(self._transform, scores)
@@ -408,7 +411,10 @@ class TreeEnsembleClassifier(_TreeV1):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         need_has = self._need_has
-        scores, has = self.forest.aggregate(self._threshold_input(x), "SUM", need_has=need_has, threads=session_threads(self.options))
+        x = self._threshold_input(x)
+        scores = None if need_has else self.forest.sum_few_rows(x)
+        if scores is None:
+            scores, has = self.forest.aggregate(x, "SUM", need_has=need_has, threads=session_threads(self.options))
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:
