@@ -525,6 +525,8 @@ def test_one_window_per_plane_reduces_the_plane(mode):
         ((2, 3), (1, 2), (2, 1), (1, 0, 2, 1), 1, 1),
         ((5, 5), (3, 3), (1, 1), (2, 2, 2, 2), 1, 0),
         ((3, 3), (1, 1), (3, 3), (4, 4, 4, 4), 0, 0),  # dilated windows wholly in the padding
+        ((4, 4), (1, 1), (1, 1), (1, 2, 2, 1), 0, 1),  # two taps per pass, then one left over
+        ((7, 6), (2, 1), (1, 1), (3, 3, 3, 2), 1, 0),
     ],
 )
 def test_compiled_pool2d_equals_the_numpy_path(mode, kernel, strides, dilations, pads, ceil_mode, include_pad):

@@ -284,6 +284,46 @@ _U = np.uintp
 
 
 @njit(**_INLINE)
+def _reduce3_into(dst, d0, a, a0, b, b0, c, c0, n, is_max):
+    # dst[d0 + q] = fmax(fmax(a, b), c) or (a + b) + c at offsets a0/b0/c0 + q: two taps
+    # folded per pass (the same selects and the same order of additions as two passes of
+    # _reduce_into); dst may be a for the sum, not for the maximum
+    if is_max:
+        for q in range(_U(n)):
+            m = a[a0 + q]
+            v = b[b0 + q]
+            m = v if (v > m) | (m != m) else m
+            v = c[c0 + q]
+            dst[d0 + q] = v if (v > m) | (m != m) else m
+    else:
+        for q in range(_U(n)):
+            dst[d0 + q] = (a[a0 + q] + b[b0 + q]) + c[c0 + q]
+
+
+@njit(**_INLINE)
+def _reduce_taps(first, second, d0, src, s0, step, k, n, is_max):
+    # reduce_i src[s0 + i step + q] over k >= 2 taps into first or second (at d0 + q, q < n),
+    # two taps per pass after the first pair; returns the array holding the result
+    if k == 2:
+        _reduce_into(first, d0, src, s0, src, s0 + step, n, is_max)
+        return first
+    _reduce3_into(first, d0, src, s0, src, s0 + step, src, s0 + _U(2) * step, n, is_max)
+    cur, other = first, second
+    i = 3
+    while i < k:
+        if not is_max:
+            other = cur  # sums accumulate in place
+        if i + 1 < k:
+            _reduce3_into(other, d0, cur, d0, src, s0 + _U(i) * step, src, s0 + _U(i + 1) * step, n, is_max)
+            i += 2
+        else:
+            _reduce_into(other, d0, cur, d0, src, s0 + _U(i) * step, n, is_max)
+            i += 1
+        cur, other = other, cur
+    return cur
+
+
+@njit(**_INLINE)
 def _plane_into(xf, base, height, width, buf, pitch, rows, pt, pl):
     # the interior of the padded plane: buf[(pt + h) pitch + pl + w] = x[base + h W + w], clipped to buf
     n = min(width, pitch - pl)
@@ -395,8 +435,8 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     Separable: the padded plane is first reduced along its columns over the kh taps, for
     the output rows only (one loop per output row and tap over the whole padded width),
     then along its rows over the kw taps at every column (one flat loop per tap over all
-    output rows), then every sw-th column is kept: kh + kw - 2 vectorised passes instead
-    of kh kw strided ones. Max keeps a NaN only when its window holds nothing else (a
+    output rows), then every sw-th column is kept: about (kh + kw) / 2 vectorised passes
+    (two taps folded per pass) instead of kh kw strided ones. Max keeps a NaN only when its window holds nothing else (a
     number beats NaN, as onnxruntime's '>' comparison does); a window wholly in the
     padding gives -inf. Average sums the window (the padding adds zeros) and multiplies
     by ``inv`` (OH, OW), 1 / the count of cells that count."""
@@ -417,16 +457,8 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
         # along the columns: col[oh pitch + c] = reduce_i buf[(oh sh + i dh) pitch + c]
         if kh == 1 and sh == 1:
             col = buf
-        elif sh == 1:  # unit row stride: each tap is one flat pass over all output rows
-            n_flat = out_h * pitch
-            _reduce_into(c0, zero, buf, zero, buf, _U(dh * pitch), n_flat, is_max)
-            col, other = c0, c1
-            for i in range(2, kh):
-                if is_max:
-                    _reduce_into(other, zero, col, zero, buf, _U(i * dh * pitch), n_flat, True)
-                    col, other = other, col
-                else:
-                    _reduce_into(col, zero, col, zero, buf, _U(i * dh * pitch), n_flat, False)
+        elif sh == 1:  # unit row stride: two taps per flat pass over all output rows
+            col = _reduce_taps(c0, c1, zero, buf, zero, _U(dh * pitch), kh, out_h * pitch, is_max)
         else:
             col = c0
             for oh in range(out_h):
@@ -436,27 +468,13 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
                     for q in range(_U(pitch)):
                         c0[at + q] = buf[src + q]
                     continue
-                _reduce_into(c0, at, buf, src, buf, src + _U(dh * pitch), pitch, is_max)
-                cur, other = c0, c1
-                for i in range(2, kh):
-                    if is_max:
-                        _reduce_into(other, at, cur, at, buf, src + _U(i * dh * pitch), pitch, True)
-                        cur, other = other, cur
-                    else:
-                        _reduce_into(cur, at, cur, at, buf, src + _U(i * dh * pitch), pitch, False)
-                col = cur  # the same buffer for every row: kh fixes the parity
+                # the same buffer for every row: kh fixes the parity
+                col = _reduce_taps(c0, c1, at, buf, src, _U(dh * pitch), kh, pitch, is_max)
         # along the rows: row[q] = reduce_j col[q + j dw], flat over all output rows
         if kw == 1:
             row = col
         else:
-            _reduce_into(r0, zero, col, zero, col, _U(dw), span, is_max)
-            row, spare = r0, r1
-            for j in range(2, kw):
-                if is_max:
-                    _reduce_into(spare, zero, row, zero, col, _U(j * dw), span, True)
-                    row, spare = spare, row
-                else:
-                    _reduce_into(row, zero, row, zero, col, _U(j * dw), span, False)
+            row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, span, is_max)
         base = p * out_h * out_w
         for oh in range(out_h):
             out = _U(base + oh * out_w)
