@@ -324,6 +324,35 @@ def _reduce_taps(first, second, d0, src, s0, step, k, n, is_max):
 
 
 @njit(**_INLINE)
+def _reduce_taps_to(first, second, d0, src, s0, step, k, n, is_max):
+    # _reduce_taps with the result always in first: a maximum that would end in second
+    # starts there instead (its passes alternate between the two buffers)
+    passes = 0 if k <= 3 else (k - 2) // 2
+    if is_max and passes % 2 == 1:
+        _reduce_taps(second, first, d0, src, s0, step, k, n, is_max)
+    else:
+        _reduce_taps(first, second, d0, src, s0, step, k, n, is_max)
+
+
+@njit(**_INLINE)
+def _pick_max(yf, out, row, at, sw, n):
+    # yf[out + t] = row[at + t sw]; whether any is -inf (a window to check for NaN)
+    lost = False
+    for t in range(_U(n)):
+        m = row[at + t * sw]
+        yf[out + t] = m
+        lost |= m == -_INF
+    return lost
+
+
+@njit(**_INLINE)
+def _pick_scaled(yf, out, row, at, sw, invf, scale, n):
+    # yf[out + t] = row[at + t sw] * invf[scale + t] (the average's 1 / count)
+    for t in range(_U(n)):
+        yf[out + t] = row[at + t * sw] * invf[scale + t]
+
+
+@njit(**_INLINE)
 def _plane_into(xf, base, height, width, buf, pitch, rows, pt, pl):
     # the interior of the padded plane: buf[(pt + h) pitch + pl + w] = x[base + h W + w], clipped to buf
     n = min(width, pitch - pl)
@@ -432,67 +461,111 @@ def _reduce_into(dst, d0, a, a0, b, b0, n, is_max):
 def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     """Max (is_max) or average pooling of the planes x (planes, H, W) into y (planes, OH, OW).
 
-    Separable: the padded plane is first reduced along its columns over the kh taps, for
-    the output rows only (one loop per output row and tap over the whole padded width),
-    then along its rows over the kw taps at every column (one flat loop per tap over all
-    output rows), then every sw-th column is kept: about (kh + kw) / 2 vectorised passes
-    (two taps folded per pass) instead of kh kw strided ones. Max keeps a NaN only when its window holds nothing else (a
-    number beats NaN, as onnxruntime's '>' comparison does); a window wholly in the
-    padding gives -inf. Average sums the window (the padding adds zeros) and multiplies
-    by ``inv`` (OH, OW), 1 / the count of cells that count."""
+    Separable: each plane is first reduced along its columns over the kh taps, for the
+    output rows only, then along its rows over the kw taps at every column (flat passes
+    over all output rows), then every sw-th column is kept: about (kh + kw) / 2
+    vectorised passes (two taps folded per pass) instead of kh kw strided ones. With unit
+    row strides the column stage runs flat over a padded copy of the plane; with larger
+    ones it reads the plane's rows directly, tap rows outside the input skipped and
+    columns outside it set to the padding value. Max keeps a NaN only when its window
+    holds nothing else (a number beats NaN, as onnxruntime's '>' comparison does); a
+    window wholly in the padding gives -inf. Average sums the window (the padding adds
+    zeros) and multiplies by ``inv`` (OH, OW), 1 / the count of cells that count."""
     planes, height, width = x.shape
     out_h, out_w = y.shape[1], y.shape[2]
     pitch = (out_w - 1) * sw + (kw - 1) * dw + 1
     rows = (out_h - 1) * sh + (kh - 1) * dh + 1
     span = out_h * pitch - (kw - 1) * dw  # cells whose row reduction stays inside the column-reduced plane
-    buf = np.full(rows * pitch, -_INF if is_max else _ZERO, np.float32)
+    pad = -_INF if is_max else _ZERO
     c0 = np.empty(out_h * pitch, np.float32)
     c1 = np.empty(out_h * pitch, np.float32)
     r0 = np.empty(out_h * pitch, np.float32)
     r1 = np.empty(out_h * pitch, np.float32)
     xf, yf, invf = x.reshape(-1), y.reshape(-1), inv.reshape(-1)
     zero = _U(0)
+    # the columns of a column-reduced row that hold input: [c_lo, c_hi), the rest is padding
+    c_lo = min(pl, pitch)
+    c_hi = max(c_lo, min(pl + width, pitch))
+    seg = c_hi - c_lo
+    # unit row strides: the plane is copied into a padded buffer once and each tap pair is
+    # one flat pass over all output rows (long vectorised loops)
+    flat = sh == 1 and kh > 1
+    buf = np.full(rows * pitch if flat else 0, pad, np.float32)
     for p in range(planes):
-        _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
-        # along the columns: col[oh pitch + c] = reduce_i buf[(oh sh + i dh) pitch + c]
-        if kh == 1 and sh == 1:
-            col = buf
-        elif sh == 1:  # unit row stride: two taps per flat pass over all output rows
+        plane = p * height * width
+        if flat:
+            _plane_into(xf, plane, height, width, buf, pitch, rows, pt, pl)
             col = _reduce_taps(c0, c1, zero, buf, zero, _U(dh * pitch), kh, out_h * pitch, is_max)
-        else:
-            col = c0
-            for oh in range(out_h):
-                src = _U(oh * sh * pitch)
-                at = _U(oh * pitch)
-                if kh == 1:
-                    for q in range(_U(pitch)):
-                        c0[at + q] = buf[src + q]
-                    continue
-                # the same buffer for every row: kh fixes the parity
-                col = _reduce_taps(c0, c1, at, buf, src, _U(dh * pitch), kh, pitch, is_max)
+            if kw == 1:
+                row = col
+            else:
+                row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, span, is_max)
+            _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
+            continue
+        # other strides: along the columns straight from the plane (no padded copy, which
+        # would cost more than the strided rows it serves): for output row oh,
+        # col[oh pitch + c] = reduce over the taps i whose input row oh sh + i dh - pt
+        # exists of x[that row, c - pl]; cells with no input take the padding value
+        for oh in range(out_h):
+            at = oh * pitch
+            top = oh * sh - pt
+            i_lo = 0 if top >= 0 else (-top + dh - 1) // dh
+            last = top + (kh - 1) * dh
+            i_hi = kh if last < height else ((height - 1 - top) // dh + 1 if height - 1 - top >= 0 else 0)
+            taps = i_hi - i_lo
+            if taps <= 0 or seg <= 0:
+                for q in range(_U(pitch)):
+                    c0[_U(at) + q] = pad
+                continue
+            for q in range(_U(c_lo)):
+                c0[_U(at) + q] = pad
+            for q in range(_U(c_hi), _U(pitch)):
+                c0[_U(at) + q] = pad
+            src = _U(plane + (top + i_lo * dh) * width)
+            d0 = _U(at + c_lo)
+            if taps == 1:
+                for q in range(_U(seg)):
+                    c0[d0 + q] = xf[src + q]
+            else:
+                _reduce_taps_to(c0, c1, d0, xf, src, _U(dh * width), taps, seg, is_max)
+        col = c0
         # along the rows: row[q] = reduce_j col[q + j dw], flat over all output rows
         if kw == 1:
             row = col
         else:
             row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, span, is_max)
-        base = p * out_h * out_w
-        for oh in range(out_h):
-            out = _U(base + oh * out_w)
-            at = _U(oh * pitch)
-            if is_max:
-                lost = False
-                for t in range(_U(out_w)):
-                    m = row[at + t * _U(sw)]
-                    yf[out + t] = m
-                    lost |= m == -_INF
-                if lost:  # rare: -inf, or NaN only (a NaN never wins '>')
-                    for t in range(_U(out_w)):
-                        if yf[out + t] == -_INF:
-                            yf[out + t] = _max_window_nan(x[p], oh, t, kh, kw, sh, sw, dh, dw, pt, pl)
+        _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
+
+
+@njit(nogil=True, error_model="numpy", fastmath={"contract"})
+def _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf):
+    # every sw-th column of the reduced rows into plane p of y: max windows that saw only
+    # -inf or NaN are recomputed (a window of NaN alone is NaN), averages scaled by 1 / count
+    base = p * out_h * out_w
+    for oh in range(out_h):
+        out = _U(base + oh * out_w)
+        at = _U(oh * pitch)
+        if is_max:
+            # unit and 2 strides as constants: LLVM vectorises those loads (a run-time
+            # stride leaves one scalar load per output)
+            if sw == 1:
+                lost = _pick_max(yf, out, row, at, _U(1), out_w)
+            elif sw == 2:
+                lost = _pick_max(yf, out, row, at, _U(2), out_w)
             else:
-                scale = _U(oh * out_w)
+                lost = _pick_max(yf, out, row, at, _U(sw), out_w)
+            if lost:  # rare: -inf, or NaN only (a NaN never wins '>')
                 for t in range(_U(out_w)):
-                    yf[out + t] = row[at + t * _U(sw)] * invf[scale + t]
+                    if yf[out + t] == -_INF:
+                        yf[out + t] = _max_window_nan(x[p], oh, t, kh, kw, sh, sw, dh, dw, pt, pl)
+        else:
+            scale = _U(oh * out_w)
+            if sw == 1:
+                _pick_scaled(yf, out, row, at, _U(1), invf, scale, out_w)
+            elif sw == 2:
+                _pick_scaled(yf, out, row, at, _U(2), invf, scale, out_w)
+            else:
+                _pick_scaled(yf, out, row, at, _U(sw), invf, scale, out_w)
 
 
 @njit(nogil=True, error_model="numpy")
