@@ -52,8 +52,10 @@ CHUNK = 1 << 18
 MIN_SIZE = 4096
 #: from this many elements on the compiled loops beat numpy and scipy (a call costs ~2 us)
 JIT_MIN_SIZE = 1024
-#: elements per part of a compiled (numba) kernel split over the pool (see _jit.split)
-JIT_PART = 1 << 19
+#: elements per part of a compiled (numba) kernel split over the pool (see _jit.split):
+#: measured on two cores at 1e6 elements, erf 1.58 -> 1.0 ms and sigmoid 875 -> 625 us
+#: with parts of 128K instead of 512K (one call); no loss down to 262K elements
+JIT_PART = 1 << 17
 ERF_MIN_SIZE = 1 << 14
 CAST_MIN_SIZE = 1 << 16
 
