@@ -168,6 +168,10 @@ def conv_core(
     return y.reshape((n_img, m_out) + tuple(out_shape))
 
 
+#: column-matrix elements per part when the compiled im2col splits its planes over the pool
+IM2COL_PART = 1 << 20
+
+
 def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, out_shape: tuple[int, ...]):
     """im2col of 2-D float32 images by the numba loop ``im2col2d`` (any strides, dilations
     and pads): each column row written once, zeros where a tap leaves the input. Returns
@@ -185,7 +189,7 @@ def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, o
             k.im2col2d(planes[lo:hi], flat[lo * kp * npix:hi * kp * npix], out_shape[0], out_shape[1],
                        kernel[0], kernel[1], *strides, *dilations, *pads_begin)
 
-        _jit.split((stop - start) * n_ch, block, max(1, (1 << 20) // (kp * npix)))
+        _jit.split((stop - start) * n_ch, block, max(1, IM2COL_PART // (kp * npix)))
 
     return fill
 
