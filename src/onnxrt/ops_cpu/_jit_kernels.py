@@ -860,9 +860,23 @@ def dense_small(x, w, b, relu, trans_b, y):
         else:
             for j in range(_U(n)):
                 yf[row + j] = _ZERO
-            for k in range(_U(kk)):
-                a = xf[_U(i * kk) + k]
-                wrow = k * _U(n)
+            # four rows of W per pass over y: a quarter of the loads and stores of y
+            k4 = kk - kk % 4
+            xi = _U(i * kk)
+            for k in range(0, k4, 4):
+                a0 = xf[xi + _U(k)]
+                a1 = xf[xi + _U(k + 1)]
+                a2 = xf[xi + _U(k + 2)]
+                a3 = xf[xi + _U(k + 3)]
+                w0 = _U(k * n)
+                w1 = w0 + _U(n)
+                w2 = w1 + _U(n)
+                w3 = w2 + _U(n)
+                for j in range(_U(n)):
+                    yf[row + j] += ((a0 * wf[w0 + j] + a1 * wf[w1 + j]) + a2 * wf[w2 + j]) + a3 * wf[w3 + j]
+            for k in range(k4, kk):
+                a = xf[xi + _U(k)]
+                wrow = _U(k * n)
                 for j in range(_U(n)):
                     yf[row + j] += a * wf[wrow + j]
         if has_b:
