@@ -429,3 +429,35 @@ def test_sequence_feed_elements_are_protected():
     assert a.flags.writeable
     with pytest.raises(InvalidFeedError, match="element 0 is a list"):
         sess.run(None, {"s": [[1.0, 2.0]]})
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_runs_compute_floating_point_errors_silently_and_restore_numpy_state(large):
+    """0/0, log(0) and overflow are results the spec defines: no RuntimeWarning from a run
+    (small runs set numpy's error state directly, large ones through np.errstate), and the
+    caller's numpy error state is the same afterwards."""
+    import warnings
+
+    n = 40000 if large else 4
+    nodes = [helper.make_node("Div", ["x", "z"], ["q"]), helper.make_node("Log", ["z"], ["l"]), helper.make_node("Exp", ["big"], ["e"])]
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, [n]) for k in ("x", "z", "big")],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, [n]) for k in ("q", "l", "e")],
+    )
+    sess = onnxrt.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    x = np.zeros(n, np.float32)
+    x[1::2] = 1.0
+    feeds = {"x": x, "z": np.zeros(n, np.float32), "big": np.full(n, 1000.0, np.float32)}
+    before = np.geterr()
+    np.seterr(all="raise")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            q, lg, e = sess.run(None, feeds)
+        assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise", "invalid": "raise"}
+    finally:
+        np.seterr(**before)
+    assert q.dtype == lg.dtype == e.dtype == np.float32 and q.shape == (n,)
+    assert np.isnan(q[0]) and q[1] == np.inf
+    assert (lg == -np.inf).all() and (e == np.inf).all()
