@@ -7,7 +7,8 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+
+from ..ops_cpu._jit_kernels import _reinterpret
 
 # Why these kernels exist
 # -----------------------
@@ -33,28 +34,9 @@ LINEAR, POLY, RBF, SIGMOID = range(4)
 NONE, SOFTMAX, LOGISTIC = range(3)
 
 
-@intrinsic
-def _f64_from_bits(typingctx, bits):
-    """The float64 whose bit pattern is the uint64 ``bits`` (no conversion)."""
-    if bits != types.uint64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(bits), codegen
-
-
-@intrinsic
-def _f64_to_bits(typingctx, value):
-    """The bit pattern of a float64 as a uint64."""
-    if value != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.uint64(value), codegen
+#: the float64 whose bit pattern is a uint64, and back (bit casts, no conversion)
+_f64_from_bits = _reinterpret(lambda t: t == types.uint64, types.float64, lambda b, v, t: b.bitcast(v, ir.DoubleType()))
+_f64_to_bits = _reinterpret(lambda t: t == types.float64, types.uint64, lambda b, v, t: b.bitcast(v, ir.IntType(64)))
 
 
 _LOG2E = 1.4426950408889634
