@@ -141,17 +141,6 @@ def test_svm_classifier_compiled_transforms_and_string_labels(post, prob):
         assert_outputs(got, expected, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
-def test_svm_classifier_compiled_input_types_and_shapes(dtype):
-    rng = np.random.default_rng(6)
-    atts = _svc_atts(rng, 3, "RBF", True)
-    x = (rng.standard_normal((11, 5)) * 2).astype(dtype)
-    for feed in (x, x[0], np.asfortranarray(x), x[::2]):
-        got, expected = both_paths(ml_model("SVMClassifier", [("X", feed)], 2, **atts), {"X": feed})
-        assert got[1].shape == (1 if feed.ndim == 1 else feed.shape[0], 3)
-        assert_outputs(got, expected, rtol=1e-6, atol=1e-6)
-
-
 def test_svm_classifier_compiled_nan_rows():
     # a NaN feature gives NaN decision values: no vote for the first class of each pair, NaN probabilities
     rng = np.random.default_rng(7)
@@ -231,14 +220,19 @@ def test_linear_classifier_compiled_equals_numpy(post, scores_labels, strings):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
-def test_linear_classifier_compiled_input_types_and_shapes(dtype):
-    rng = np.random.default_rng(11)
-    atts = _linear_atts(rng, 3, 3, post="SOFTMAX")
-    x = (rng.standard_normal((12, 6)) * 3).astype(dtype)
-    for feed in (x, x[0], np.asfortranarray(x), x[::3]):
-        got, expected = both_paths(ml_model("LinearClassifier", [("X", feed)], 2, **atts), {"X": feed})
+@pytest.mark.parametrize("op", ["SVMClassifier", "LinearClassifier"])
+def test_classifiers_compiled_input_types_and_shapes(op, dtype):
+    """Vectors, Fortran-ordered and strided inputs of every input type: both paths agree."""
+    rng = np.random.default_rng(6)
+    if op == "SVMClassifier":
+        atts, x, rtol = _svc_atts(rng, 3, "RBF", True), rng.standard_normal((11, 5)) * 2, 1e-6
+    else:
+        atts, x, rtol = _linear_atts(rng, 3, 3, post="SOFTMAX"), rng.standard_normal((12, 6)) * 3, 2e-6
+    x = x.astype(dtype)
+    for feed in (x, x[0], np.asfortranarray(x), x[::2]):
+        got, expected = both_paths(ml_model(op, [("X", feed)], 2, **atts), {"X": feed})
         assert got[1].shape == (1 if feed.ndim == 1 else feed.shape[0], 3)
-        assert_outputs(got, expected, rtol=2e-6, atol=1e-6)
+        assert_outputs(got, expected, rtol=rtol, atol=1e-6)
 
 
 def test_linear_classifier_compiled_nan_and_infinite_scores():
