@@ -280,6 +280,21 @@ def test_global_pools(op, mode, extra, nd):
     np.testing.assert_allclose(y16.astype(np.float32), ref, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("spatial", [(13, 13), (7, 7), (64, 64), (65, 65)])  # both sides of the matrix-vector path's limit
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_global_average_pool_matches_a_float64_mean(spatial, dtype):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((2, 5) + spatial) + 3).astype(dtype)
+    ref = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    tol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-13}[dtype]
+    for xin in (x, np.swapaxes(x, 2, 3)):  # contiguous, then a transposed view
+        before = xin.copy()
+        y = global_pool(xin, "avg")
+        assert y.dtype == dtype and y.shape == (2, 5, 1, 1)
+        np.testing.assert_allclose(y.astype(np.float64), ref, rtol=tol)
+        np.testing.assert_array_equal(xin, before)
+
+
 @pytest.mark.parametrize("op, versions", [("GlobalMaxPool", (1, 22)), ("GlobalAveragePool", (1, 22)), ("GlobalLpPool", (1, 2, 22))])
 def test_global_pools_every_version(op, versions):
     x = np.arange(24, dtype=np.float64).reshape(1, 2, 3, 4) - 10

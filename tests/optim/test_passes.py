@@ -78,6 +78,23 @@ def test_dropout_with_used_mask_is_kept():
     assert _ops(s[L.ORT_ENABLE_ALL]) == ["Dropout"]
 
 
+def test_dropout_with_a_named_mask_nothing_reads_is_removed():
+    # squeezenet's opset-9 Dropout names its mask; nothing reads it, so the node goes
+    model = _model(
+        [helper.make_node("Dropout", ["x"], ["d", "m"], ratio=0.5), helper.make_node("Relu", ["d"], ["y"])],
+        [("x", F, [3])],
+        [("y", F, [3])],
+        opset=9,
+    )
+    x = np.array([-1, 0, 2], np.float32)
+    s = _check_equal(model, {"x": x})
+    assert _ops(s[L.ORT_ENABLE_BASIC]) == ["Relu"]
+    # the mask stays visible on request: all ones in inference (of x's type before opset 10)
+    (m,) = s[L.ORT_ENABLE_ALL].run(["m"], {"x": x})
+    assert m.dtype == np.float32 and m.shape == (3,)
+    np.testing.assert_array_equal(m, [1, 1, 1])
+
+
 def test_constant_folding_and_dead_nodes():
     model = _model(
         [

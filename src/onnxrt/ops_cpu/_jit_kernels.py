@@ -490,6 +490,19 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     # unit row strides: the plane is copied into a padded buffer once and each tap pair is
     # one flat pass over all output rows (long vectorised loops)
     flat = sh == 1 and kh > 1
+    # per output row (strides above 1): the first input row its taps read and how many
+    # exist, computed once (two signed divisions per row and plane cost more than the row)
+    row_first = np.zeros(0 if flat else out_h, np.intp)
+    row_taps = np.zeros(0 if flat else out_h, np.intp)
+    for oh in range(0 if flat else out_h):
+        top = oh * sh - pt
+        i_lo = 0 if top >= 0 else (-top + dh - 1) // dh
+        last = top + (kh - 1) * dh
+        i_hi = kh if last < height else ((height - 1 - top) // dh + 1 if height - 1 - top >= 0 else 0)
+        row_first[oh] = top + i_lo * dh
+        row_taps[oh] = i_hi - i_lo
+    side_pad = c_lo > 0 or c_hi < pitch
+    step = _U(dh * width)
     buf = np.full(rows * pitch if flat else 0, pad, np.float32)
     for p in range(planes):
         plane = p * height * width
@@ -508,26 +521,25 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
         # exists of x[that row, c - pl]; cells with no input take the padding value
         for oh in range(out_h):
             at = oh * pitch
-            top = oh * sh - pt
-            i_lo = 0 if top >= 0 else (-top + dh - 1) // dh
-            last = top + (kh - 1) * dh
-            i_hi = kh if last < height else ((height - 1 - top) // dh + 1 if height - 1 - top >= 0 else 0)
-            taps = i_hi - i_lo
+            taps = row_taps[oh]
             if taps <= 0 or seg <= 0:
                 for q in range(_U(pitch)):
                     c0[_U(at) + q] = pad
                 continue
-            for q in range(_U(c_lo)):
-                c0[_U(at) + q] = pad
-            for q in range(_U(c_hi), _U(pitch)):
-                c0[_U(at) + q] = pad
-            src = _U(plane + (top + i_lo * dh) * width)
+            if side_pad:
+                for q in range(_U(c_lo)):
+                    c0[_U(at) + q] = pad
+                for q in range(_U(c_hi), _U(pitch)):
+                    c0[_U(at) + q] = pad
+            src = _U(plane + row_first[oh] * width)
             d0 = _U(at + c_lo)
             if taps == 1:
                 for q in range(_U(seg)):
                     c0[d0 + q] = xf[src + q]
+            elif taps == 3:
+                _reduce3_into(c0, d0, xf, src, xf, src + step, xf, src + _U(2) * step, seg, is_max)
             else:
-                _reduce_taps_to(c0, c1, d0, xf, src, _U(dh * width), taps, seg, is_max)
+                _reduce_taps_to(c0, c1, d0, xf, src, step, taps, seg, is_max)
         col = c0
         # along the rows: row[q] = reduce_j col[q + j dw], flat over all output rows
         if kw == 1:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from .graph import Graph
 
 
-def _dropout_is_identity(g: Graph, node) -> bool:
-    if len(node.outputs) > 1 and node.outputs[1]:
-        return False  # the mask is used
+def _dropout_is_identity(g: Graph, node, consumers, outputs) -> bool:
+    mask = node.outputs[1] if len(node.outputs) > 1 else ""
+    if mask and (mask in outputs or consumers.get(mask)):
+        return False  # the mask is read (a named mask nothing reads is dropped with the node)
     if node.opset >= 12:
         if len(node.inputs) >= 3 and node.inputs[2]:
             mode = g.const(node.inputs[2])
@@ -31,7 +32,7 @@ def remove_identities(g: Graph) -> bool:
     for node in g.nodes:
         is_identity = node.domain == "" and (
             (node.op_type == "Identity" and node.inputs and node.inputs[0])
-            or (node.op_type == "Dropout" and _dropout_is_identity(g, node))
+            or (node.op_type == "Dropout" and _dropout_is_identity(g, node, consumers, outputs))
         )
         if not is_identity:
             kept.append(node)
