@@ -190,26 +190,41 @@ def softplus(x, y):
         y[i] = r if v == v else v
 
 
-@njit(**_OPTS)
+@njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def f32_to_f16(x, h):
-    # the hardware conversion (round to nearest even, inf from 65520 on, subnormals); NaN
-    # keeps its sign and top 10 payload bits (at least 1) as numpy's astype does, where the
+    # the hardware conversion (round to nearest even, inf from 65520 on, subnormals), alone
+    # in the loop so that it stays one vcvtps2ph per 8 values; the reassociated sum of
+    # v - v (NaN from an inf or a NaN) only decides whether a second pass gives NaNs
+    # numpy's bits: sign, 0x7C00 and the top 10 payload bits (at least 1), where the
     # hardware would also set the quiet bit
+    found = _ZERO
     for i in range(x.size):
         v = x[i]
-        u = _f32_to_bits(v)
-        nan = ((u >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7C00) | max((u & np.uint32(0x007FFFFF)) >> np.uint32(13), np.uint32(1))
-        h[i] = np.uint16(nan) if v != v else _f32_to_f16_bits(v)
+        h[i] = _f32_to_f16_bits(v)
+        found += v - v
+    if found != found:
+        for i in range(x.size):
+            v = x[i]
+            if v != v:
+                u = _f32_to_bits(v)
+                h[i] = np.uint16(((u >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7C00) | max((u & np.uint32(0x007FFFFF)) >> np.uint32(13), np.uint32(1)))
 
 
-@njit(**_OPTS)
+@njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc"})
 def f16_to_f32(h, y):
-    # h: float16 bits as uint16, y: float32 bits as uint32. Exact; NaN payloads are kept as
-    # they are (numpy does not set the quiet bit, the hardware would)
+    # h: float16 bits as uint16, y: float32 bits as uint32. Exact (vcvtph2ps); as in
+    # f32_to_f16 the reassociated sum of v - v only decides whether a second pass keeps
+    # NaN payloads as they are (numpy does not set the quiet bit, the hardware would)
+    found = _ZERO
     for i in range(h.size):
-        b = h[i]
-        special = ((np.uint32(b) & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((np.uint32(b) & np.uint32(0x03FF)) << np.uint32(13))
-        y[i] = special if (b & np.uint16(0x7C00)) == np.uint16(0x7C00) else _f32_to_bits(_f16_bits_to_f32(b))
+        v = _f16_bits_to_f32(h[i])
+        y[i] = _f32_to_bits(v)
+        found += v - v
+    if found != found:
+        for i in range(h.size):
+            b = h[i]
+            if (b & np.uint16(0x7C00)) == np.uint16(0x7C00):
+                y[i] = ((np.uint32(b) & np.uint32(0x8000)) << np.uint32(16)) | np.uint32(0x7F800000) | ((np.uint32(b) & np.uint32(0x03FF)) << np.uint32(13))
 
 
 #: exp(x) is a normal float32 from here up; softmax flushes the (subnormal) results below to 0
