@@ -32,6 +32,7 @@ from onnxrt.ops_cpu.op_slice import slice_
 from onnxrt.ops_cpu.op_split import split
 from onnxrt.ops_cpu.op_squeeze import squeeze, unsqueeze
 from onnxrt.ops_cpu.op_tile import tile
+from onnxrt.ops_cpu import op_transpose
 from onnxrt.ops_cpu.op_transpose import transpose
 from onnxrt.ops_cpu.op_trilu import trilu
 from onnxrt.ops_cpu.op_unique import unique
@@ -208,6 +209,28 @@ def test_transpose_non_contiguous_input_and_errors():
     node = helper.make_node("Transpose", ["x"], ["y"], perm=[1, 1], name="t")
     with pytest.raises(InvalidAttributeError, match=r"Node 't' \(Transpose\): attribute 'perm' \[1, 1\] repeats an axis"):
         onnxrt.ops_cpu.op_transpose.Transpose(node, since_version=13)
+
+
+@pytest.mark.parametrize("shape", [(131, 205), (3, 37, 45), (5, 8, 16), (2, 3, 9, 7), (64, 3, 200)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32])
+def test_compiled_batched_transpose_edges_and_bits(shape, dtype, monkeypatch):
+    # 8x8 register blocks, rows and columns left over, batches; the bits go through as
+    # they are (NaN payloads, -0.0); forced splits over the pool give the same result
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(dtype)
+    perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
+    want = np.transpose(x, perm)
+    monkeypatch.setattr(op_transpose, "_SMALL", 0)  # small shapes take the compiled path too
+    for part in (op_transpose.TRANSPOSE_PART, 64):
+        monkeypatch.setattr(op_transpose, "TRANSPOSE_PART", part)
+        got = transpose(x, perm)
+        assert got.dtype == dtype and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    # a non-contiguous input
+    view = x[..., ::2, 1:]
+    np.testing.assert_array_equal(transpose(view, perm).view(np.uint32), np.transpose(view, perm).view(np.uint32))
 
 
 @settings(max_examples=40, deadline=None)

@@ -913,3 +913,75 @@ def dense_small(x, w, b, relu, trans_b, y):
             for j in range(_U(n)):
                 v = yf[row + j]
                 yf[row + j] = _ZERO if v < _ZERO else v
+
+
+# -- batched 2-D transpose of 4-byte elements ---------------------------------------------------
+
+# an 8x8 block of 32-bit values transposed in AVX registers: eight row loads, three rounds
+# of eight shuffles (pairs of rows interleaved by 1, 2, then 4 elements), eight row stores.
+# LLVM lowers the shuffles to vunpcklps / vshufps / vperm2f128 (SSE: two halves each);
+# an element-by-element loop is latency-bound on its scattered stores (3-4x slower).
+_UNPACK_LO, _UNPACK_HI = (0, 8, 1, 9, 4, 12, 5, 13), (2, 10, 3, 11, 6, 14, 7, 15)
+_PAIRS_LO, _PAIRS_HI = (0, 1, 8, 9, 4, 5, 12, 13), (2, 3, 10, 11, 6, 7, 14, 15)
+_HALVES_LO, _HALVES_HI = (0, 1, 2, 3, 8, 9, 10, 11), (4, 5, 6, 7, 12, 13, 14, 15)
+
+
+@intrinsic
+def _transpose8x8(typingctx, src, s0, ss, dst, d0, ds):
+    # dst[d0 + c ds + r] = src[s0 + r ss + c] for r, c < 8 (1-D uint32 arrays, intp offsets)
+    if not all(isinstance(a, types.Array) and a.dtype == types.uint32 for a in (src, dst)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ty = signature.args
+        s_base, s_step, d_base, d_step = (context.cast(builder, args[i], ty[i], types.intp) for i in (1, 2, 4, 5))
+        sp = context.make_array(ty[0])(context, builder, args[0]).data
+        dp = context.make_array(ty[3])(context, builder, args[3]).data
+        i32 = ir.IntType(32)
+        vec = ir.VectorType(i32, 8)
+
+        def row_ptr(base, ptr, step, i):
+            at = builder.add(base, builder.mul(step, ir.Constant(step.type, i)))
+            return builder.bitcast(builder.gep(ptr, [at]), vec.as_pointer())
+
+        def shuffle(a, b, mask):
+            return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(i32, 8), [ir.Constant(i32, m) for m in mask]))
+
+        r = [builder.load(row_ptr(s_base, sp, s_step, i), align=4) for i in range(8)]
+        t = []
+        for i in range(0, 8, 2):
+            t += [shuffle(r[i], r[i + 1], _UNPACK_LO), shuffle(r[i], r[i + 1], _UNPACK_HI)]
+        s = []
+        for a, b in ((0, 2), (1, 3), (4, 6), (5, 7)):
+            s += [shuffle(t[a], t[b], _PAIRS_LO), shuffle(t[a], t[b], _PAIRS_HI)]
+        o = [shuffle(s[i], s[i + 4], _HALVES_LO) for i in range(4)] + [shuffle(s[i], s[i + 4], _HALVES_HI) for i in range(4)]
+        for i in range(8):
+            builder.store(o[i], row_ptr(d_base, dp, d_step, i), align=4)
+        return context.get_dummy_value()
+
+    return types.void(src, s0, ss, dst, d0, ds), codegen
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def transpose_u32(src, dst, lo, hi):
+    """dst[b, j, i] = src[b, i, j] for the 8-row blocks [lo, hi) of src (B, M, N) counted
+    across batches (block k: batch k // ceil(M / 8), rows from 8 (k % ceil(M / 8))); both
+    C-contiguous uint32 (any 4-byte type viewed so). 8x8 register transposes along each
+    block's rows (eight sequential read streams), element copies for the edges."""
+    batches, m, n = src.shape
+    per = (m + 7) // 8
+    n_full = n - n % 8
+    sf, df = src.reshape(-1), dst.reshape(-1)
+    for k in range(lo, hi):
+        b = k // per
+        i0 = (k - b * per) * 8
+        i1 = min(i0 + 8, m)
+        base = b * m * n
+        j_lo = 0
+        if i1 - i0 == 8:
+            for j in range(0, n_full, 8):
+                _transpose8x8(sf, base + i0 * n + j, n, df, base + j * m + i0, m)
+            j_lo = n_full
+        for i in range(i0, i1):
+            for j in range(j_lo, n):
+                df[base + j * m + i] = sf[base + i * n + j]

@@ -9,12 +9,15 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import parallel_for
 from ..registry import register
+from . import _jit
 from ._op import OpRun
 
 #: below this many elements numpy's plain strided copy is the fastest
 _SMALL = 1 << 14
 #: elements of one tile of the blocked copy (both moving axes): it stays in L2
 _TILE_AREA = 1 << 18
+#: elements per part when the compiled transpose splits its row blocks over the pool
+TRANSPOSE_PART = 1 << 18
 
 
 def _coalesce(shape: tuple[int, ...], perm: list[int]) -> tuple[list[int], list[int]]:
@@ -66,6 +69,21 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
         return np.array(data, copy=True, order="C").reshape(out_shape)
     src = data.reshape(dims)
     out = np.empty([dims[a] for a in q], dtype=data.dtype)
+    if (
+        n >= 2 and q[-2:] == [n - 1, n - 2] and q[:-2] == list(range(n - 2)) and data.dtype.itemsize == 4
+        and data.dtype.kind in "fiu" and (k := _jit.kernels()) is not None
+    ):
+        # a batched 2-D transpose of 4-byte values: compiled 8x8 register transposes,
+        # blocks of 8 rows split over the pool
+        s3 = np.ascontiguousarray(src).reshape(-1, dims[-2], dims[-1]).view(np.uint32)
+        o3 = out.reshape(s3.shape[0], dims[-1], dims[-2]).view(np.uint32)
+        blocks = s3.shape[0] * ((dims[-2] + 7) // 8)
+
+        def compiled(lo: int, hi: int) -> None:
+            k.transpose_u32(s3, o3, lo, hi)
+
+        _jit.split(blocks, compiled, max(1, TRANSPOSE_PART // (8 * dims[-1])))
+        return out.reshape(out_shape)
     inner = q[-1]  # input axis that becomes the output's contiguous axis
     if inner == n - 1:  # the innermost run stays contiguous: a plain copy streams well
         np.copyto(out, src.transpose(q))
