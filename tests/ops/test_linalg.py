@@ -219,6 +219,37 @@ def test_gemm_small_rows_compiled_loop_matches_numpy(rows, tb, cshape, relu):
     assert np.array_equal(np.isnan(got), np.isnan(plain))
 
 
+def test_gemm_dense_loop_checks_new_operands_again():
+    # the compiled loop checks B and C once per pair of arrays: a session fed new ones
+    # (other values, a float64 or transposed B, a C per row) gets results for those
+    pytest.importorskip("numba")
+    from onnxrt.ops_cpu import _jit
+
+    if _jit.kernels() is None:
+        pytest.skip("compiled kernels disabled")
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["a", "b", "c"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("a", F, [None, None]), helper.make_tensor_value_info("b", F, [None, None]),
+         helper.make_tensor_value_info("c", F, None)],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    sess = onnxrt.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    a = rnd((3, 8), seed=1)
+    for b, c in [
+        (rnd((8, 5), seed=2), rnd((5,), seed=3)),
+        (rnd((8, 5), seed=4), rnd((5,), seed=3)),
+        (np.asfortranarray(rnd((8, 5), seed=5)), rnd((1, 5), seed=6)),
+        (rnd((8, 6), seed=7), rnd((3, 6), seed=8)),
+        (rnd((8, 5), seed=2), rnd((5,), seed=3)),
+    ]:
+        (got,) = sess.run(None, {"a": a, "b": b, "c": c})
+        assert got.shape == (3, b.shape[1]) and got.dtype == np.float32
+        np.testing.assert_allclose(got, a @ b + c, rtol=1e-5, atol=1e-5)
+    with pytest.raises(onnxrt.OnnxRuntimeError):  # an input of the wrong type is still refused
+        sess.run(None, {"a": a, "b": rnd((8, 5), seed=2).astype(np.float64), "c": rnd((5,), seed=3)})
+
+
 def test_gemm_errors():
     with pytest.raises(KernelError, match=r"cannot multiply A' \[2, 3\] by B' \[2, 3\]"):
         gemm(np.ones((2, 3)), np.ones((2, 3)))

@@ -81,12 +81,14 @@ class FusedGemm(_Fused):
 
     base_op = "Gemm"
 
-    def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
-        if self._act == "Relu" and inputs[0].ndim == 2 and inputs[0].shape[0] <= 16:
-            y = self._inner.dense(*inputs, relu=True)
-            if y is not None:
-                return (y,)
-        return super()._run(*inputs)
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._dense = self._inner.dense if self._act == "Relu" else None
+
+    def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
+        if self._dense is not None and (y := self._dense(a, b, c, True)) is not None:
+            return (y,)
+        return super()._run(a, b) if c is None else super()._run(a, b, c)
 
 
 @register("FusedMatMul", versions=(1,), domain=FUSED_DOMAIN)

@@ -98,28 +98,43 @@ class Gemm(OpRun):
         self._plain = self.alpha == 1.0 and self.beta == 1.0 and not self._strict_c
         #: whether B is transposed, for the compiled dense loop (None: it does not apply)
         self._dense_trans_b = bool(self.transB) if self._plain and not self.transA else None
+        self._dense_prep: tuple | None = None  # see dense()
+
+    def _dense_operands(self, b, c) -> tuple | None:
+        """What the compiled dense loop needs of B and C: (b, c, n, k, flat C or the no-bias
+        marker, most rows, kernel), or None where it does not apply (other types, transA,
+        a C that is not one value per column, a non-contiguous B, no compiled kernels).
+        Checked once per pair of arrays (B and C are initializers in a dense layer)."""
+        trans_b = self._dense_trans_b
+        if trans_b is None or b.dtype != _F32 or b.ndim != 2 or not b.flags.c_contiguous:
+            return None
+        n, kk = b.shape if trans_b else b.shape[::-1]
+        if c is None:
+            cflat = _NO_BIAS
+        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)):
+            return None
+        else:
+            cflat = c.reshape(-1)
+        k = _jit.kernels()
+        if k is None or kk == 0 or n == 0:
+            return None
+        return b, c, n, kk, cflat, min(DENSE_MAX_ROWS, DENSE_MAX_WORK // (kk * n)), k.dense_small
 
     def dense(self, a, b, c=None, relu: bool = False) -> np.ndarray | None:
         """A few float32 rows through the compiled dense loop (``_jit_kernels.dense_small``:
-        product, bias and optional Relu in one call), or None where it does not apply
-        (other types, transA, larger products, a C that is not one value per column,
-        non-contiguous operands, no compiled kernels)."""
-        trans_b = self._dense_trans_b
-        if trans_b is None or a.dtype != _F32 or b.dtype != _F32 or a.ndim != 2 or b.ndim != 2:
+        product, bias and optional Relu in one call), or None where it does not apply (see
+        :meth:`_dense_operands`; A must be a C-contiguous float32 matrix of a few rows)."""
+        prep = self._dense_prep  # one read: sessions may run this node in several threads
+        if prep is None or prep[0] is not b or prep[1] is not c:
+            prep = self._dense_operands(b, c) or (b, c, None)
+            self._dense_prep = prep
+        if prep[2] is None:
             return None
-        m, kk = a.shape
-        n, kb = (b.shape if trans_b else b.shape[::-1])
-        if m > DENSE_MAX_ROWS or kb != kk or m * kk * n > DENSE_MAX_WORK or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        _, _, n, kk, cflat, max_rows, kernel = prep
+        if a.dtype != _F32 or a.ndim != 2 or a.shape[1] != kk or a.shape[0] > max_rows or not a.flags.c_contiguous:
             return None
-        if c is None:
-            c = _NO_BIAS
-        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)):
-            return None
-        k = _jit.kernels()
-        if k is None:
-            return None
-        y = np.empty((m, n), dtype=_F32)
-        k.dense_small(a, b, c.reshape(-1), relu, trans_b, y)
+        y = np.empty((a.shape[0], n), dtype=_F32)
+        kernel(a, b, cflat, relu, self._dense_trans_b, y)
         return y
 
     def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
