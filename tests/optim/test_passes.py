@@ -319,3 +319,34 @@ def test_batchnorm_add_and_sum_fuse_with_relu_without_touching_their_inputs():
     )
     s = _check_equal(model, {"x": rng.standard_normal((2, c, 4, 4)).astype(np.float32)})
     assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedBatchNormalization", "FusedAdd", "FusedSum", "Add"]
+
+
+@pytest.mark.parametrize("part", [None, 64])
+def test_fused_batchnorm_relu_single_pass_equals_the_two_nodes(part, monkeypatch):
+    # the compiled pass computes x * a + b and the Relu together (rows split over the pool
+    # when forced): the same bits as BatchNormalization then Relu, -0 and NaN kept
+    from onnxrt.ops_cpu import _fastmath as fm
+
+    if part is not None:
+        monkeypatch.setattr(fm, "JIT_PART", part)
+    rng = np.random.default_rng(11)
+    c = 6
+    inits = [("scale", rng.uniform(-2, 2, c).astype(np.float32)), ("bias", rng.uniform(-1, 1, c).astype(np.float32)),
+             ("mean", rng.uniform(-1, 1, c).astype(np.float32)), ("var", rng.uniform(0.5, 2, c).astype(np.float32))]
+    model = _model(
+        [helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["bn"]), helper.make_node("Relu", ["bn"], ["y"])],
+        [("x", F, [2, c, 9, 11])],
+        [("y", F, [2, c, 9, 11])],
+        inits,
+    )
+    x = rng.standard_normal((2, c, 9, 11)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    x[1, 4, 0, 0] = np.inf
+    x[1, 2, 5, 5] = -np.inf
+    sessions = _sessions(model)
+    assert _ops(sessions[L.ORT_ENABLE_ALL]) == ["FusedBatchNormalization"]
+    (want,) = sessions[L.ORT_DISABLE_ALL].run(None, {"x": x})
+    (got,) = sessions[L.ORT_ENABLE_ALL].run(None, {"x": x})
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.isnan(got[0, 1, 2, 3]) and (got >= 0).sum() == got.size - 1

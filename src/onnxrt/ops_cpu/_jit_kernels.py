@@ -619,17 +619,23 @@ def _max_window_nan(plane, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def affine_rows(x, a, b, y):
-    """y[r] = x[r] * a[r] + b[r] for the rows of 2-D arrays (one pass; multiply and add
-    rounded separately, as numpy's two passes round)."""
+def affine_rows(x, a, b, y, relu):
+    """y[r] = x[r] * a[r] + b[r] for the rows of 2-D arrays, then max(y, 0) when ``relu``
+    (-0 and NaN kept, as Relu's clip keeps them): one pass; multiply and add rounded
+    separately, as numpy's two passes round."""
     rows, cols = x.shape
     xf, yf = x.reshape(-1), y.reshape(-1)
     for r in range(rows):
         ar = a[r]
         br = b[r]
         base = _U(r * cols)
-        for c in range(_U(cols)):
-            yf[base + c] = xf[base + c] * ar + br
+        if relu:
+            for c in range(_U(cols)):
+                v = xf[base + c] * ar + br
+                yf[base + c] = _ZERO if v < _ZERO else v
+        else:
+            for c in range(_U(cols)):
+                yf[base + c] = xf[base + c] * ar + br
 
 
 @njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})

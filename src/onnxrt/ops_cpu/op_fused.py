@@ -100,10 +100,15 @@ class FusedMatMul(_Fused):
 
 @register("FusedBatchNormalization", versions=(1,), domain=FUSED_DOMAIN)
 class FusedBatchNormalization(_Fused):
-    """BatchNormalization (inference) + activation."""
+    """BatchNormalization (inference) + activation; with Relu, one pass computes both."""
 
     base_op = "BatchNormalization"
     may_alias = True
+
+    def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
+        if self._act == "Relu" and len(inputs) == 5 and not self._inner._training:
+            return (self._inner.infer(*inputs, relu=True),)
+        return super()._run(*inputs)
 
 
 @register("FusedAdd", versions=(1,), domain=FUSED_DOMAIN)
