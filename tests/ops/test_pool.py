@@ -564,3 +564,31 @@ def test_compiled_pool2d_equals_the_numpy_path(mode, kernel, strides, dilations,
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
     if mode == "max":
         np.testing.assert_array_equal(y, expected)  # max is exact
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("kernel, pads", [((3, 3), (1, 1, 1, 1)), ((2, 3), (0, 1, 1, 0)), ((5, 5), (2, 2, 2, 2))])
+def test_compiled_pool2d_groups_of_planes(mode, kernel, pads):
+    """Unit row strides pool groups of planes in one flat pass (_jit_kernels.POOL_GROUP_CELLS):
+    120 planes of 30x30 make several groups and a shorter last one; NaN and -inf windows
+    at the planes on either side of a group's edge stay in their own plane."""
+    from onnxrt.ops_cpu import _jit, _jit_kernels
+
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((3, 40, 30, 30)).astype(np.float32)
+    out_h, out_w = 30 + pads[0] + pads[2] - kernel[0] + 1, 30 + pads[1] + pads[3] - kernel[1] + 1
+    rows, pitch = out_h - 1 + kernel[0], out_w - 1 + kernel[1]  # the padded plane the kernel pools
+    group = _jit_kernels.POOL_GROUP_CELLS // (rows * pitch)
+    assert 1 < group < 120 and 120 % group  # several groups, the last one shorter
+    flat = x.reshape(120, 30, 30)
+    for p in (group - 1, group, 119):
+        flat[p, :4, :4] = np.nan
+        flat[p, -3:, -3:] = -np.inf
+    kw = dict(strides=[1, 1], pads=list(pads))
+    assert _jit.kernels() is not None
+    y = pool(x, mode, list(kernel), **kw)
+    with _jit.disabled():
+        expected = pool(x, mode, list(kernel), **kw)
+    assert y.dtype == np.float32 and y.shape == expected.shape
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)

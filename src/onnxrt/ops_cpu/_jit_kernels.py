@@ -296,6 +296,9 @@ def softmax_rows(x, maxima, y, log):
 # conditional store that does not vectorise; the out-of-place form is one vmaxps.
 
 _U = np.uintp
+#: cells of the padded planes that pool2d's flat passes take at once (a group of small planes
+#: in 128 KiB; at least one plane)
+POOL_GROUP_CELLS = 1 << 15
 
 
 @njit(**_INLINE)
@@ -492,19 +495,23 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     rows = (out_h - 1) * sh + (kh - 1) * dh + 1
     span = out_h * pitch - (kw - 1) * dw  # cells whose row reduction stays inside the column-reduced plane
     pad = -_INF if is_max else _ZERO
-    c0 = np.empty(out_h * pitch, np.float32)
-    c1 = np.empty(out_h * pitch, np.float32)
-    r0 = np.empty(out_h * pitch, np.float32)
-    r1 = np.empty(out_h * pitch, np.float32)
+    # unit row strides: planes are copied, a group at a time, into a padded buffer holding
+    # their padded planes one after the other, and each tap pair is one flat pass over the
+    # whole group (small planes: one pass per group instead of a few short loops per plane);
+    # a plane's taps never leave its own padded rows, the rows between planes are skipped
+    flat = sh == 1 and kh > 1
+    group = max(1, min(planes, POOL_GROUP_CELLS // (rows * pitch))) if flat else 1
+    cells = group * rows * pitch if flat else out_h * pitch
+    c0 = np.empty(cells, np.float32)
+    c1 = np.empty(cells, np.float32)
+    r0 = np.empty(cells, np.float32)
+    r1 = np.empty(cells, np.float32)
     xf, yf, invf = x.reshape(-1), y.reshape(-1), inv.reshape(-1)
     zero = _U(0)
     # the columns of a column-reduced row that hold input: [c_lo, c_hi), the rest is padding
     c_lo = min(pl, pitch)
     c_hi = max(c_lo, min(pl + width, pitch))
     seg = c_hi - c_lo
-    # unit row strides: the plane is copied into a padded buffer once and each tap pair is
-    # one flat pass over all output rows (long vectorised loops)
-    flat = sh == 1 and kh > 1
     # per output row (strides above 1): the first input row its taps read and how many
     # exist, computed once (two signed divisions per row and plane cost more than the row)
     row_first = np.zeros(0 if flat else out_h, np.intp)
@@ -518,18 +525,22 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
         row_taps[oh] = i_hi - i_lo
     side_pad = c_lo > 0 or c_hi < pitch
     step = _U(dh * width)
-    buf = np.full(rows * pitch if flat else 0, pad, np.float32)
-    for p in range(planes):
+    buf = np.full(cells if flat else 0, pad, np.float32)
+    slot = rows * pitch
+    for g0 in range(0, planes if flat else 0, group):
+        g1 = min(g0 + group, planes)
+        for p in range(g0, g1):
+            _plane_into(xf, p * height * width, height, width, buf[(p - g0) * slot:], pitch, rows, pt, pl)
+        length = (g1 - g0 - 1) * slot + out_h * pitch
+        col = _reduce_taps(c0, c1, zero, buf, zero, _U(dh * pitch), kh, length, is_max)
+        if kw == 1:
+            row = col
+        else:
+            row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, length - (kw - 1) * dw, is_max)
+        for p in range(g0, g1):
+            _pool_out(x, yf, p, row, (p - g0) * slot, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
+    for p in range(0 if flat else planes):
         plane = p * height * width
-        if flat:
-            _plane_into(xf, plane, height, width, buf, pitch, rows, pt, pl)
-            col = _reduce_taps(c0, c1, zero, buf, zero, _U(dh * pitch), kh, out_h * pitch, is_max)
-            if kw == 1:
-                row = col
-            else:
-                row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, span, is_max)
-            _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
-            continue
         # other strides: along the columns straight from the plane (no padded copy, which
         # would cost more than the strided rows it serves): for output row oh,
         # col[oh pitch + c] = reduce over the taps i whose input row oh sh + i dh - pt
@@ -561,17 +572,18 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
             row = col
         else:
             row = _reduce_taps(r0, r1, zero, col, zero, _U(dw), kw, span, is_max)
-        _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
+        _pool_out(x, yf, p, row, 0, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf)
 
 
 @njit(nogil=True, error_model="numpy", fastmath={"contract"})
-def _pool_out(x, yf, p, row, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf):
-    # every sw-th column of the reduced rows into plane p of y: max windows that saw only
-    # -inf or NaN are recomputed (a window of NaN alone is NaN), averages scaled by 1 / count
+def _pool_out(x, yf, p, row, first, pitch, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, is_max, invf):
+    # every sw-th column of the reduced rows (plane p's from offset ``first``) into plane p
+    # of y: max windows that saw only -inf or NaN are recomputed (a window of NaN alone is
+    # NaN), averages scaled by 1 / count
     base = p * out_h * out_w
     for oh in range(out_h):
         out = _U(base + oh * out_w)
-        at = _U(oh * pitch)
+        at = _U(first + oh * pitch)
         if is_max:
             # unit and 2 strides as constants: LLVM vectorises those loads (a run-time
             # stride leaves one scalar load per output)
