@@ -147,13 +147,17 @@ def limit_threads(threads: int | None) -> Iterator[None]:
         _TLS.threads = previous
 
 
-def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None) -> None:
+def parallel_for(
+    n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None, blas: bool = True
+) -> None:
     """Run ``fn(lo, hi)`` over [0, n) in contiguous chunks, shared with the kernel thread pool.
 
     ``work_per_item`` (element operations per item) decides how many threads are worth
     it; the range is cut in a few chunks per thread, taken dynamically by the caller and
     the pool's workers (see :class:`_Job`), so a busy pool or a loaded machine delays
     nothing. ``threads`` (and :func:`limit_threads`) cap the thread count (1: serial).
+    ``blas=False`` says that no chunk calls BLAS (compiled loops): the BLAS thread count is
+    then left alone (setting and restoring it costs 20-30 us when the machine was idle).
     Exceptions propagate.
     """
     limit = KERNEL_THREADS if threads is None or threads <= 0 else threads
@@ -169,7 +173,8 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
     ex = _executor()
     # chunks that multiply matrices must not each start BLAS's own threads: one thread
     # per chunk while the loop runs (nested and concurrent loops share the setting)
-    _blas_enter(1)
+    if blas:
+        _blas_enter(1)
     outer_loop = getattr(_TLS, "in_loop", False)
     _TLS.in_loop = True  # products in this thread's chunks must not boost BLAS's threads
     try:
@@ -179,7 +184,8 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int, thr
         job.wait()
     finally:
         _TLS.in_loop = outer_loop
-        _blas_exit(1)
+        if blas:
+            _blas_exit(1)
 
 
 # ---------------------------------------------------------------------------------------

@@ -148,6 +148,23 @@ def test_blas_threads_in_runs_large_products_boosted_medium_ones_single_pool_loo
     assert blas() == before
 
 
+def test_pool_loops_without_blas_leave_its_thread_count_alone(monkeypatch):
+    from onnxrt import parallel
+
+    calls = []
+    monkeypatch.setattr(parallel, "_blas_enter", lambda n: calls.append(("enter", n)))
+    monkeypatch.setattr(parallel, "_blas_exit", lambda n: calls.append(("exit", n)))
+    done = np.zeros(8, np.int64)
+
+    def chunk(lo: int, hi: int) -> None:
+        done[lo:hi] += 1
+
+    parallel.parallel_for(8, chunk, work_per_item=1 << 30, threads=2, blas=False)
+    assert calls == [] and done.tolist() == [1] * 8
+    parallel.parallel_for(8, chunk, work_per_item=1 << 30, threads=2)
+    assert calls == [("enter", 1), ("exit", 1)] and done.tolist() == [2] * 8
+
+
 def test_parallel_matmul_equals_numpy():
     from onnxrt import parallel
 

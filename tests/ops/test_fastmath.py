@@ -268,6 +268,29 @@ def test_sigmoid_in_place():
     np.testing.assert_array_equal(y, expected)
 
 
+def test_compiled_sigmoid_flags_its_subnormal_cases(kernel_path):
+    """The fast compiled loop (one power of two) agrees bit for bit with the exact one from
+    -87.33 up and reports the inputs below it, whose results are recomputed."""
+    k = _jit.kernels()
+    if kernel_path != "compiled" or k is None:
+        pytest.skip("the compiled loops only")
+    x = np.concatenate([sweep(-87.33, 100, 100_000), np.float32([np.inf, np.nan, 88.0, 89.0, -0.0])])
+    fast, exact = np.empty_like(x), np.empty_like(x)
+    assert not k.sigmoid(x, fast)
+    k.sigmoid_exact(x, exact)
+    _bits_equal(fast, exact)
+    for low in (np.float32(-87.34), np.float32(-np.inf), -np.float32(np.nan), np.float32(-1e30)):
+        y = x.copy()
+        y[777] = low
+        assert k.sigmoid(y, fast)
+        got = fm.sigmoid(y)
+        if np.isnan(low):
+            assert np.isnan(got[777])
+        else:
+            assert ulps(got[777:778], 1.0 / (1.0 + np.exp(-np.float64(low)))).max() <= 3
+        _bits_equal(np.delete(got, 777), np.delete(exact, 777))
+
+
 def test_threads_get_their_own_buffers():
     rng = np.random.default_rng(3)
     xs = [(rng.standard_normal(300_000) * (i + 1)).astype(F32) for i in range(4)]

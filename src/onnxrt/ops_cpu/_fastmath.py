@@ -410,7 +410,16 @@ def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     down to the subnormals keep their accuracy (sigmoid(-100) = 3.7e-44, not 0).
     ``out`` may be ``x`` itself (a C-contiguous float32 array) for an in-place sigmoid.
     """
-    return _chunked(_sigmoid_chunk, x, 1, out=out, jit=_compiled("sigmoid"))
+    k = _jit.kernels()
+    jit = None
+    if k is not None:
+        if out is not None and np.shares_memory(out, x):
+            jit = k.sigmoid_exact  # the fast loop's fallback needs x after y is written
+        else:
+            def jit(xc: np.ndarray, yc: np.ndarray) -> None:
+                if k.sigmoid(xc, yc):  # some x below -87.33, where exp(x) is subnormal
+                    k.sigmoid_exact(xc, yc)
+    return _chunked(_sigmoid_chunk, x, 1, out=out, jit=jit)
 
 
 def _softplus_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, w: np.ndarray, w2: np.ndarray) -> None:

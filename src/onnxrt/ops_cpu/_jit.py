@@ -70,7 +70,8 @@ def disabled() -> Iterator[None]:
 def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
     """``fn(lo, hi)`` over [0, total) in as few parts as the pool's threads can share, each
     of at least ``min_part`` items (one call below 2 * min_part; three such parts become
-    four, which two threads share evenly).
+    four, which two threads share evenly). ``fn`` runs compiled loops only: BLAS keeps its
+    thread count (see :func:`onnxrt.parallel.parallel_for`'s ``blas``).
 
     A compiled loop's dispatch holds the GIL (a few microseconds) and waking the pool's
     worker costs 30-70 us on this kind of virtual machine, so compiled kernels split in
@@ -84,4 +85,4 @@ def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
         fn(0, total)
         return
     bounds = [total * i // parts for i in range(parts + 1)]
-    parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK)
+    parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK, blas=False)
