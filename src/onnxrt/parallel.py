@@ -8,6 +8,7 @@ for that session's kernels (``limit_threads``).
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import threading
@@ -224,6 +225,27 @@ def _blas_libs() -> list[tuple[Callable[[], int], Callable[[int], Any]]]:
             found.append((get, set_))
         _BLAS_LIBS = found
     return _BLAS_LIBS
+
+
+_SGEMM: list[int | None] = []
+
+
+def blas_sgemm_address() -> int | None:
+    """The address of ``cblas_sgemm`` in the OpenBLAS numpy uses, when it has 64-bit sizes
+    (numpy's own wheels: scipy-openblas64), for compiled loops that call BLAS without the
+    GIL (found once); None for any other BLAS, whose callers keep numpy's products."""
+    if not _SGEMM:
+        address = None
+        from threadpoolctl import ThreadpoolController
+
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.internal_api == "openblas" and str(getattr(lib, "_symbol_suffix", "")).startswith("64"):
+                symbol = getattr(lib, "_get_symbol", lambda name: None)("cblas_sgemm")
+                if symbol is not None:
+                    address = ctypes.cast(symbol, ctypes.c_void_p).value
+                    break
+        _SGEMM.append(address)
+    return _SGEMM[0]
 
 
 def _blas_enter(n: int) -> None:

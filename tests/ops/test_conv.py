@@ -242,6 +242,47 @@ def test_conv_large_batch_is_chunked(monkeypatch):
     np.testing.assert_allclose(conv(x, w, pads=[1, 1, 1, 1], group=2), whole, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("shape", "kernel", "strides", "dilations", "pads"),
+    [
+        ((2, 5, 23, 19), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+        ((1, 3, 31, 40), (7, 5), (2, 3), (1, 1), (3, 2, 2, 1)),
+        ((2, 4, 20, 20), (3, 3), (1, 2), (2, 1), (0, 2, 1, 0)),
+        ((1, 6, 9, 30), (1, 3), (1, 1), (1, 1), (0, 1, 0, 1)),
+    ],
+)
+def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilations, pads):
+    """The banded path (im2col of a few output rows, a BLAS call into the output, bands shared
+    by the pool's threads through an atomic counter) equals onnxruntime: several images, bands
+    of one row and of several, a last short band, single-threaded and split, a strided input."""
+    if op_conv.blas_sgemm_address() is None or op_conv._jit.kernels() is None:
+        pytest.skip("no ILP64 OpenBLAS or no numba: the banded path is not used")
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((7, shape[1]) + kernel).astype(np.float32)
+    b = rng.standard_normal(7).astype(np.float32)
+    atts = dict(kernel_shape=list(kernel), strides=list(strides), dilations=list(dilations), pads=list(pads))
+    (ref,) = ort_run("Conv", [("x", x), ("w", w), ("b", b)], TensorProto.FLOAT, **atts)
+    calls = []
+    bands = op_conv._conv_bands
+    monkeypatch.setattr(op_conv, "_conv_bands", lambda *a: calls.append(a[-1]) or bands(*a))
+    monkeypatch.setattr(op_conv, "BAND_MIN_PIXELS", 1)
+    for band_bytes in (1, 4 * w[0].size * ref.shape[3] * 3, 1 << 19):
+        monkeypatch.setattr(op_conv, "BAND_BYTES", band_bytes)
+        for threads in (None, 1):
+            with op_conv.limit_threads(threads):
+                y = conv(x, w, b, **atts)
+            assert y.shape == ref.shape and y.dtype == np.float32
+            np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert calls and all(c == ref.shape[2:] for c in calls)
+    wide = np.repeat(x, 2, axis=3)[..., ::2]  # not contiguous
+    np.testing.assert_allclose(conv(wide, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(op_conv, "blas_sgemm_address", lambda: None)  # another BLAS: im2col and numpy's product
+    calls.clear()
+    np.testing.assert_allclose(conv(x, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
+    assert not calls
+
+
 def test_conv_spec_example():
     """The spec's example: 5x5 input of 0..24, 3x3 ones, with and without padding."""
     x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)

@@ -870,8 +870,13 @@ def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
     outside the input (x: (planes, H, W) C-contiguous, colf: the flat column matrix).
     One pass writing each column row once; contiguous copies for unit strides."""
     planes, height, width = x.shape
-    xf = x.reshape(-1)
-    npix = out_h * out_w
+    _im2col_rows(x.reshape(-1), 0, colf, planes, height, width, 0, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl)
+
+
+@njit(**_INLINE)
+def _im2col_rows(xf, x0, colf, planes, height, width, r0, r1, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
+    # im2col2d's columns of the output rows [r0, r1) only (a band), planes from xf[x0:]
+    npix = (r1 - r0) * out_w
     for p in range(planes):
         for i in range(kh):
             for j in range(kw):
@@ -879,8 +884,8 @@ def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
                 lo, hi = _valid_range(j, dw, pl, sw, out_w, width)  # columns ow whose input column exists
                 lo = min(lo, out_w)
                 hi = max(hi, lo)
-                for oh in range(out_h):
-                    dst = _U(base + oh * out_w)
+                for oh in range(r0, r1):
+                    dst = _U(base + (oh - r0) * out_w)
                     ih = oh * sh + i * dh - pt
                     if ih < 0 or ih >= height:
                         for t in range(_U(out_w)):
@@ -888,7 +893,7 @@ def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
                         continue
                     for t in range(_U(lo)):
                         colf[dst + t] = _ZERO
-                    src = _U(p * height * width + ih * width + lo * sw + j * dw - pl)
+                    src = _U(x0 + p * height * width + ih * width + lo * sw + j * dw - pl)
                     n = _U(hi - lo)
                     d0 = dst + _U(lo)
                     if sw == 1:
@@ -899,6 +904,76 @@ def im2col2d(x, colf, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
                             colf[d0 + t] = xf[src + t * _U(sw)]
                     for t in range(_U(hi), _U(out_w)):
                         colf[dst + t] = _ZERO
+
+
+@intrinsic
+def _next_index(typingctx, counter):
+    """Atomically ``counter[0] += 1`` (an int64 array), returning the value before: threads
+    running one compiled loop take work items in turn without the GIL."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.atomic_rmw("add", data, context.get_constant(types.int64, 1), "monotonic")
+
+    return types.int64(counter), codegen
+
+
+@intrinsic
+def _sgemm(typingctx, fn, m, n, k, a, b, c, c_offset, ldc):
+    """C = A B through the CBLAS ``sgemm`` at address ``fn`` (an ILP64 OpenBLAS: 64-bit
+    sizes): A (m, k) and B (k, n) C-contiguous float32, C from ``c.flat[c_offset]`` with
+    row stride ``ldc``. The address is an argument, so the compiled code can be cached."""
+    if not all(isinstance(t, types.Array) and t.dtype == types.float32 for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+        ptr = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64])
+        fn_, m_, n_, k_, a_, b_, c_, off, ldc_ = args
+        sig = signature.args
+
+        def data(i, value):
+            return context.make_array(sig[i])(context, builder, value).data
+
+        a_ptr = builder.bitcast(data(4, a_), ptr)
+        b_ptr = builder.bitcast(data(5, b_), ptr)
+        c_ptr = builder.bitcast(builder.gep(data(6, c_), [off]), ptr)
+        call = builder.inttoptr(fn_, fnty.as_pointer())
+        const = ir.Constant
+        # CblasRowMajor = 101, CblasNoTrans = 111; lda = k, ldb = n
+        builder.call(call, [const(i32, 101), const(i32, 111), const(i32, 111), m_, n_, k_, const(f32, 1.0), a_ptr, k_,
+                            b_ptr, n_, const(f32, 0.0), c_ptr, ldc_])
+        return context.get_dummy_value()
+
+    return types.none(types.int64, types.int64, types.int64, types.int64, a, b, c, types.int64, types.int64), codegen
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
+    """A 2-D float32 convolution (one group) by bands of output rows: each band's im2col
+    columns into ``col`` (this thread's scratch, small enough to stay in cache), then one
+    single-threaded BLAS product into the band's slice of every output channel. Bands
+    (image, rows) are taken from ``counter`` by every thread running this loop, so the
+    threads share one convolution without the GIL and without a barrier between bands.
+    x: (N, C, H, W), w2: (M, C KH KW), y: (N, M, OH OW), all C-contiguous."""
+    images, planes, height, width = x.shape
+    m, depth = w2.shape
+    xf, yf = x.reshape(-1), y.reshape(-1)
+    npix = out_h * out_w
+    per_image = (out_h + band_rows - 1) // band_rows
+    while True:
+        b = _next_index(counter)
+        if b >= images * per_image:
+            return
+        img = b // per_image
+        r0 = (b - img * per_image) * band_rows
+        r1 = min(r0 + band_rows, out_h)
+        _im2col_rows(xf, img * planes * height * width, col, planes, height, width, r0, r1, out_w,
+                     kh, kw, sh, sw, dh, dw, pt, pl)
+        _sgemm(sgemm, m, (r1 - r0) * out_w, depth, w2, col, yf, img * m * npix + r0 * out_w, npix)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

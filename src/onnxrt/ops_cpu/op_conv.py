@@ -28,6 +28,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
+from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, parallel_for
 from . import _jit
 from ._op import OpRun
 
@@ -126,6 +127,8 @@ def conv_core(
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
+        if group == 1 and npix >= BAND_MIN_PIXELS and (sgemm := blas_sgemm_address()) is not None:
+            return _conv_bands(k, sgemm, x, w, kernel, strides, dilations, pads_begin, tuple(out_shape))
         fill = _im2col_compiled(k, x, kernel, strides, dilations, pads_begin, tuple(out_shape))
     elif same:
         fill = _im2col_same(x, kernel, dilations, pads_begin, tuple(out_shape))
@@ -170,6 +173,42 @@ def conv_core(
 
 #: column-matrix elements per part when the compiled im2col splits its planes over the pool
 IM2COL_PART = 1 << 20
+
+
+#: output pixels per image from which a 2-D float32 convolution goes by bands of output
+#: rows (:func:`_conv_bands`): 56x56 and up (at 55x55 and below bands measured no faster)
+BAND_MIN_PIXELS = 3136
+#: bytes of im2col columns per band (fits the 512 KiB L2 of the machines measured)
+BAND_BYTES = 1 << 19
+
+
+def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, dilations, pads_begin, out_shape) -> np.ndarray:
+    """A 2-D float32 convolution (group 1) by bands of output rows in the compiled loop
+    ``conv2d_bands``: each thread of the pool builds one band's columns in its own small
+    scratch and multiplies them by W with a single-threaded BLAS call straight into the
+    output, taking bands until none is left. The columns stay in cache between their
+    writing and the product, and the two threads work on separate bands instead of
+    OpenBLAS splitting each product: 64->64 channels at 56x56 ran 1.53x onnxruntime's
+    time through one im2col and OpenBLAS's two threads, 1.24x by bands."""
+    n_img, n_ch = x.shape[:2]
+    m_out = w.shape[0]
+    depth = n_ch * kernel[0] * kernel[1]
+    out_h, out_w = out_shape
+    rows = max(1, min(out_h, BAND_BYTES // (4 * depth * out_w)))
+    bands = n_img * -(-out_h // rows)
+    xc = np.ascontiguousarray(x)
+    w2 = np.ascontiguousarray(w).reshape(m_out, depth)
+    y = np.empty((n_img, m_out, out_h * out_w), np.float32)
+    counter = np.zeros(1, np.int64)
+
+    def work(lo: int, hi: int) -> None:
+        col = scratch("conv_band", (depth * rows * out_w,), np.float32)
+        k.conv2d_bands(xc, w2, y, counter, rows, sgemm, col, out_h, out_w, *kernel, *strides, *dilations, *pads_begin)
+
+    # one part per thread: each takes bands until the counter runs out (a late thread finds none);
+    # BLAS runs single-threaded inside the loop
+    parallel_for(min(KERNEL_THREADS, bands), work, work_per_item=MIN_PARALLEL_WORK)
+    return y.reshape((n_img, m_out) + tuple(out_shape))
 
 
 def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, out_shape: tuple[int, ...]):
