@@ -212,6 +212,72 @@ def test_attention_fully_masked_rows_are_zero_and_guard_does_not_leak():
     assert np.all(Y[:, :, :2] == 0) and np.any(Y[:, :, 2] != 0)
 
 
+COMPILED_CASES = [
+    # (batch, q heads, kv heads, q rows, keys, head size, value size, three_d, mask shape or None, extra attributes)
+    (1, 8, 8, 128, 128, 64, 64, False, None, {}),  # the benchmark's shape: both threads share the items
+    (2, 6, 2, 33, 70, 16, 24, False, (2, 1, 1, 70), {"is_causal": 1}),  # GQA, key padding mask + causal
+    (2, 4, 1, 5, 9, 8, 8, True, (5, 9), {}),  # 3-D inputs (heads split by a transposed view), MQA
+    (1, 2, 2, 300, 260, 8, 8, False, (1, 2, 300, 260), {"scale": 0.3}),  # several row blocks per head
+]
+
+
+@pytest.mark.parametrize("case", COMPILED_CASES, ids=lambda c: f"b{c[0]}h{c[1]}/{c[2]}s{c[3]}x{c[4]}")
+def test_attention_compiled_items_match_the_numpy_path(case, monkeypatch):
+    """float32 Attention runs the compiled loop (BLAS products per item around a softmax in
+    cache); the numpy path (compiled kernels off) is the reference, with NaN and fully
+    masked rows, float and boolean masks broadcast along batch, heads or rows."""
+    from onnxrt.ops_cpu import _jit, op_attention
+
+    b, hq, hkv, sq, sk, d, dv, three_d, mask_shape, attrs = case
+    rng = np.random.default_rng(sk)
+    Q = rng.standard_normal((b, hq, sq, d)).astype(np.float32)
+    K = rng.standard_normal((b, hkv, sk, d)).astype(np.float32)
+    V = rng.standard_normal((b, hkv, sk, dv)).astype(np.float32)
+    Q[0, 0, 1, 0] = np.nan  # a NaN score: its row of Y is NaN
+    K[-1, -1, sk - 3, 0] = np.nan  # a NaN in one column (where the vectorised maximum may skip it)
+    mask = None
+    if mask_shape is not None:
+        mask = rng.standard_normal(mask_shape).astype(np.float32)
+        if mask_shape[-2] == 1:
+            mask = mask > -0.5  # a boolean key mask
+        else:
+            mask[..., 2, :] = -np.inf  # fully masked rows: zeros
+    if three_d:
+        Q, K, V = (a.transpose(0, 2, 1, 3).reshape(b, a.shape[2], -1) for a in (Q, K, V))
+        attrs = {**attrs, "q_num_heads": hq, "kv_num_heads": hkv}
+    saved = [a.copy() for a in (Q, K, V)]
+    calls = []
+    real = op_attention._attention_compiled
+    monkeypatch.setattr(op_attention, "_attention_compiled", lambda *a: calls.append(1) or real(*a))
+    Y, present_k, present_v, _ = attention(Q, K, V, mask, want_qk=False, **attrs)
+    assert calls, "the compiled path did not run"
+    with _jit.disabled():
+        ref, ref_k, ref_v, _ = attention(Q, K, V, mask, want_qk=False, **attrs)
+    assert Y.dtype == np.float32 and Y.shape == ref.shape
+    np.testing.assert_allclose(Y, ref, rtol=2e-5, atol=2e-6)
+    assert np.array_equal(np.isnan(Y), np.isnan(ref)) and np.isnan(Y).any()
+    if mask_shape is not None and mask_shape[-2] != 1:
+        rows = Y[:, 2] if three_d else Y[:, :, 2]
+        assert np.all(rows == 0)
+    np.testing.assert_array_equal(present_k, ref_k)
+    np.testing.assert_array_equal(present_v, ref_v)
+    for a, before in zip((Q, K, V), saved):
+        np.testing.assert_array_equal(a, before)
+
+
+def test_attention_without_an_ilp64_openblas_keeps_the_numpy_path(monkeypatch):
+    from onnxrt.ops_cpu import op_attention
+
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((1, 2, 4, 8)).astype(np.float32) for _ in range(3))
+    expected = attention(Q, K, V, want_qk=False)[0]
+    monkeypatch.setattr(op_attention, "blas_sgemm_address", lambda: None)
+    monkeypatch.setattr(op_attention, "_attention_compiled", lambda *a: pytest.fail("compiled path without BLAS"))
+    Y = attention(Q, K, V, want_qk=False)[0]
+    np.testing.assert_allclose(Y, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(Y, plain_attention(Q, K, V), rtol=1e-5, atol=1e-6)
+
+
 def test_attention_short_mask_is_padded_with_minus_infinity():
     rng = np.random.default_rng(13)
     Q, K, V = (rng.standard_normal((2, 2, 3, 4)) for _ in range(3))

@@ -91,6 +91,22 @@ def _sum_step(typingctx, acc, value):
     return types.float32(types.float32, types.float32), codegen
 
 
+@intrinsic
+def _max_step(typingctx, acc, value):
+    """``value if value > acc else acc`` as a compare and select that LLVM may treat as free
+    of NaN (and only those two): a running maximum vectorises (maxps, 4 partial maxima)
+    where numba's own ``max`` stays scalar. With a NaN among the values the result may or
+    may not be NaN: callers must not depend on which."""
+    if acc != types.float32 or value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        greater = builder.fcmp_ordered(">", args[1], args[0], flags=("nnan", "nsz"))
+        return builder.select(greater, args[1], args[0], flags=("nnan", "nsz"))
+
+    return types.float32(types.float32, types.float32), codegen
+
+
 @njit(**_INLINE)
 def _horner(coefs, t):
     acc = coefs[-1]
@@ -921,10 +937,12 @@ def _next_index(typingctx, counter):
 
 
 @intrinsic
-def _sgemm(typingctx, fn, m, n, k, a, b, c, c_offset, ldc):
-    """C = A B through the CBLAS ``sgemm`` at address ``fn`` (an ILP64 OpenBLAS: 64-bit
-    sizes): A (m, k) and B (k, n) C-contiguous float32, C from ``c.flat[c_offset]`` with
-    row stride ``ldc``. The address is an argument, so the compiled code can be cached."""
+def _sgemm(typingctx, fn, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, c, c_off, ldc):
+    """C = alpha A op(B) through the CBLAS ``sgemm`` at address ``fn`` (an ILP64 OpenBLAS:
+    64-bit sizes), row-major float32: A (m, k) from ``a.flat[a_off]`` with row stride
+    ``lda``, B from ``b.flat[b_off]`` with row stride ``ldb``, (k, n) or, when ``trans_b``,
+    (n, k) and transposed; C (m, n) from ``c.flat[c_off]`` with row stride ``ldc``
+    (overwritten: beta = 0). The address is an argument, so the compiled code can be cached."""
     if not all(isinstance(t, types.Array) and t.dtype == types.float32 for t in (a, b, c)):
         return None
 
@@ -932,23 +950,23 @@ def _sgemm(typingctx, fn, m, n, k, a, b, c, c_offset, ldc):
         i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
         ptr = ir.IntType(8).as_pointer()
         fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64])
-        fn_, m_, n_, k_, a_, b_, c_, off, ldc_ = args
+        fn_, tb, m_, n_, k_, alpha_, a_, a_off_, lda_, b_, b_off_, ldb_, c_, c_off_, ldc_ = args
         sig = signature.args
 
-        def data(i, value):
-            return context.make_array(sig[i])(context, builder, value).data
+        def at(i, value, offset):
+            data = context.make_array(sig[i])(context, builder, value).data
+            return builder.bitcast(builder.gep(data, [offset]), ptr)
 
-        a_ptr = builder.bitcast(data(4, a_), ptr)
-        b_ptr = builder.bitcast(data(5, b_), ptr)
-        c_ptr = builder.bitcast(builder.gep(data(6, c_), [off]), ptr)
-        call = builder.inttoptr(fn_, fnty.as_pointer())
         const = ir.Constant
-        # CblasRowMajor = 101, CblasNoTrans = 111; lda = k, ldb = n
-        builder.call(call, [const(i32, 101), const(i32, 111), const(i32, 111), m_, n_, k_, const(f32, 1.0), a_ptr, k_,
-                            b_ptr, n_, const(f32, 0.0), c_ptr, ldc_])
+        # CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112
+        op_b = builder.select(builder.icmp_signed("!=", tb, const(i64, 0)), const(i32, 112), const(i32, 111))
+        call = builder.inttoptr(fn_, fnty.as_pointer())
+        builder.call(call, [const(i32, 101), const(i32, 111), op_b, m_, n_, k_, builder.fptrunc(alpha_, f32),
+                            at(6, a_, a_off_), lda_, at(9, b_, b_off_), ldb_, const(f32, 0.0), at(12, c_, c_off_), ldc_])
         return context.get_dummy_value()
 
-    return types.none(types.int64, types.int64, types.int64, types.int64, a, b, c, types.int64, types.int64), codegen
+    i64 = types.int64
+    return types.none(i64, i64, i64, i64, i64, types.float64, a, i64, i64, b, i64, i64, c, i64, i64), codegen
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -973,7 +991,82 @@ def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw,
         r1 = min(r0 + band_rows, out_h)
         _im2col_rows(xf, img * planes * height * width, col, planes, height, width, r0, r1, out_w,
                      kh, kw, sh, sw, dh, dw, pt, pl)
-        _sgemm(sgemm, m, (r1 - r0) * out_w, depth, w2, col, yf, img * m * npix + r0 * out_w, npix)
+        _sgemm(sgemm, 0, m, (r1 - r0) * out_w, depth, 1.0, w2, 0, depth, col, 0, (r1 - r0) * out_w, yf,
+               img * m * npix + r0 * out_w, npix)
+
+
+# -- Attention: scores, softmax and the product with V, item by item without the GIL -----------
+
+
+@njit(**_INLINE)
+def _exp_shifted(x):
+    """exp(x) for x <= 0 as _exp_nonpositive (0 below -87.33), but NaN for NaN."""
+    y = _exp_normal(_EXP_NORMAL_LOW if _EXP_NORMAL_LOW > x else x)
+    return _ZERO if _EXP_NORMAL_LOW > x else y
+
+
+@njit(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
+def attention_items(q, k, v, y, bias, qs, ks, vs, ys, bs, shape, block, scale, counter, sgemm, scores, sums):
+    """softmax(scale Q K^T + bias) V in float32 for items (batch, query head, block of
+    ``block`` query rows) taken from ``counter`` until none is left, so every thread running
+    this loop shares one Attention: per item, one BLAS product into ``scores`` (this
+    thread's scratch, ``block`` x keys), the row maxima, exp(s - max) with the row sums,
+    a second product into Y and the division of Y's rows by the sums (softmax's division
+    deferred to the smaller result).
+
+    q, k, v, y, bias: flat float32 arrays addressed by element strides qs/ks/vs/ys/bs
+    (batch, head, row; the last axis contiguous; bias strides 0 where it broadcasts, and
+    bias.size == 0 for none). shape: (batch, query heads, query rows, keys, head size,
+    value head size, query heads per key/value head). A row whose maximum is not finite
+    gives zeros when its bias is -inf throughout (a fully masked query), else NaN, as
+    exp(s - max) / sum gives; a NaN score makes its row NaN."""
+    batch, hq, sq, total, d, dv, group = shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6]
+    per_head = (sq + block - 1) // block
+    with_bias = bias.size > 0
+    while True:
+        item = _next_index(counter)
+        if item >= batch * hq * per_head:
+            return
+        bh = item // per_head
+        r0 = (item - bh * per_head) * block
+        rows = min(block, sq - r0)
+        b = bh // hq
+        h = bh - b * hq
+        hk = h // group
+        _sgemm(sgemm, 1, rows, total, d, scale, q, b * qs[0] + h * qs[1] + r0 * qs[2], qs[2],
+               k, b * ks[0] + hk * ks[1], ks[2], scores, 0, total)
+        for r in range(rows):
+            row = _U(r * total)
+            b0 = _U(b * bs[0] + h * bs[1] + (r0 + r) * bs[2])
+            if with_bias:
+                for j in range(_U(total)):
+                    scores[row + j] += bias[b0 + j]
+            m = -_INF
+            for j in range(_U(total)):
+                m = _max_step(m, scores[row + j])
+            if not (m - m == _ZERO):  # no finite maximum: -inf throughout, a NaN or +inf
+                dead = with_bias
+                if with_bias:
+                    for j in range(_U(total)):
+                        dead = dead and bias[b0 + j] == -_INF
+                fill = _ZERO if dead else _f32(np.nan)
+                for j in range(_U(total)):
+                    scores[row + j] = fill
+                sums[r] = _ONE
+                continue
+            s = _ZERO
+            for j in range(_U(total)):
+                e = _exp_shifted(scores[row + j] - m)
+                scores[row + j] = e
+                s = _sum_step(s, e)
+            sums[r] = s
+        y0 = b * ys[0] + h * ys[1] + r0 * ys[2]
+        _sgemm(sgemm, 0, rows, dv, total, 1.0, scores, 0, total, v, b * vs[0] + hk * vs[1], vs[2], y, y0, ys[2])
+        for r in range(rows):
+            o = _U(y0 + r * ys[2])
+            s = sums[r]
+            for j in range(_U(dv)):
+                y[o + j] = y[o + j] / s
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
