@@ -496,6 +496,29 @@ def _plane_out(yf, base, acc, out_h, out_w, pitch):
             yf[dst + t] = acc[src + t]
 
 
+@njit(**_INLINE)
+def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
+    """acc[q] = the 9 taps of a 3x3 kernel (weights wf[w0:w0 + 9]) at unit strides, summed
+    in registers in row-major tap order with fused multiply-adds (the rounding of
+    _tap_add's passes from zero): one store per output instead of one per tap."""
+    a, b, c = wf[w0], wf[w0 + 1], wf[w0 + 2]
+    d, e, f = wf[w0 + 3], wf[w0 + 4], wf[w0 + 5]
+    g, h, i = wf[w0 + 6], wf[w0 + 7], wf[w0 + 8]
+    c1, c2 = _U(dw), _U(2 * dw)
+    r1, r2 = _U(dh * pitch), _U(2 * dh * pitch)
+    for q in range(_U(n)):
+        s = a * buf[q]
+        s = s + b * buf[q + c1]
+        s = s + c * buf[q + c2]
+        s = s + d * buf[q + r1]
+        s = s + e * buf[q + r1 + c1]
+        s = s + f * buf[q + r1 + c2]
+        s = s + g * buf[q + r2]
+        s = s + h * buf[q + r2 + c1]
+        s = s + i * buf[q + r2 + c2]
+        acc[q] = s
+
+
 @njit(**_OPTS)
 def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
     """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
@@ -513,12 +536,15 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
     for p in range(planes):
         c = (first + p) % n_ch
         _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
-        acc[:] = _ZERO
-        for i in range(kh):
-            for j in range(kw):
-                wv = wf[_U((c * kh + i) * kw + j)]
-                for run in range(runs):
-                    _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
+        if kh == 3 and kw == 3 and runs == 1:
+            _taps3x3(acc, buf, n, pitch, dh, dw, wf, _U(c * 9))
+        else:
+            acc[:] = _ZERO
+            for i in range(kh):
+                for j in range(kw):
+                    wv = wf[_U((c * kh + i) * kw + j)]
+                    for run in range(runs):
+                        _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
         _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
 
 
