@@ -265,7 +265,7 @@ def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilat
     (ref,) = ort_run("Conv", [("x", x), ("w", w), ("b", b)], TensorProto.FLOAT, **atts)
     calls = []
     bands = op_conv._conv_bands
-    monkeypatch.setattr(op_conv, "_conv_bands", lambda *a: calls.append(a[-1]) or bands(*a))
+    monkeypatch.setattr(op_conv, "_conv_bands", lambda *a: calls.append(a[8]) or bands(*a))
     monkeypatch.setattr(op_conv, "BAND_MIN_PIXELS", 1)
     for band_bytes in (1, 4 * w[0].size * ref.shape[3] * 3, 1 << 19):
         monkeypatch.setattr(op_conv, "BAND_BYTES", band_bytes)
@@ -274,6 +274,9 @@ def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilat
                 y = conv(x, w, b, **atts)
             assert y.shape == ref.shape and y.dtype == np.float32
             np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+            # the bias and a fused Relu are applied band by band inside the compiled loop
+            relu = conv(x, w, b, activation="Relu", **atts)
+            np.testing.assert_allclose(relu, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
     assert calls and all(c == ref.shape[2:] for c in calls)
     wide = np.repeat(x, 2, axis=3)[..., ::2]  # not contiguous
     np.testing.assert_allclose(conv(wide, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
@@ -434,6 +437,33 @@ def test_depthwise_paths_and_parallel_chunks(monkeypatch, threads):
         pb, _, out = window_geometry(xs[2:], ws[2:], atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), atts["pads"])
         ref = loop_conv(x, w, None, atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), pb, out, group)
         np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-10, err_msg=str((xs, ws, atts)))
+
+
+@pytest.mark.parametrize("activation", [None, "Relu"])
+def test_compiled_depthwise_with_bias_and_relu(activation):
+    """float32 2-D depthwise convolutions run the compiled plane loop (3x3 at unit strides
+    sums its nine taps in registers; other kernels and strides go tap by tap), which adds
+    the bias and applies a fused Relu plane by plane: checked against the float64 loop on
+    two images (the plane index differs from the channel on the second)."""
+    rng = np.random.default_rng(5)
+    cases = [
+        ((2, 4, 9, 8), (3, 3), dict(pads=[1, 1, 1, 1])),
+        ((2, 3, 9, 9), (3, 3), dict(pads=[2, 2, 2, 2], dilations=[2, 2])),
+        ((2, 3, 9, 9), (3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
+        ((2, 3, 8, 7), (5, 5), dict(pads=[2, 2, 2, 2])),
+    ]
+    for xs, ks, atts in cases:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal((xs[1], 1) + ks).astype(np.float32)
+        b = rng.standard_normal(xs[1]).astype(np.float32)
+        y = conv(x, w, b, group=xs[1], activation=activation, **atts)
+        strides, dilations = atts.get("strides", [1, 1]), atts.get("dilations", [1, 1])
+        pb, _, out = window_geometry(xs[2:], ks, strides, dilations, atts["pads"])
+        ref = loop_conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), strides, dilations, pb, out, xs[1])
+        if activation == "Relu":
+            ref = np.maximum(ref, 0)
+        assert y.dtype == np.float32 and y.shape == ref.shape
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5, err_msg=str((xs, ks, atts)))
 
 
 def test_parallel_for_propagates_errors(monkeypatch):

@@ -497,6 +497,19 @@ def _plane_out(yf, base, acc, out_h, out_w, pitch):
 
 
 @njit(**_INLINE)
+def _bias_relu(yf, base, n, bias, relu):
+    # yf[base:base + n] += bias, then max(., 0) when relu (NaN and -0 kept): add_rows_relu's
+    # formula on a piece of output still in cache
+    if relu:
+        for t in range(_U(n)):
+            v = yf[_U(base) + t] + bias
+            yf[_U(base) + t] = _ZERO if v < _ZERO else v
+    else:
+        for t in range(_U(n)):
+            yf[_U(base) + t] += bias
+
+
+@njit(**_INLINE)
 def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
     """acc[q] = the 9 taps of a 3x3 kernel (weights wf[w0:w0 + 9]) at unit strides, summed
     in registers in row-major tap order with fused multiply-adds (the rounding of
@@ -520,9 +533,10 @@ def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
 
 
 @njit(**_OPTS)
-def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
+def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu):
     """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
-    w: (C, KH, KW), all C-contiguous; ``first`` is the index of x[0] among all planes).
+    w: (C, KH, KW), all C-contiguous; ``first`` is the index of x[0] among all planes), plus
+    bias[(first + p) % C] when ``bias`` is not empty, then Relu when ``relu``.
 
     The zero padding is materialised, so an infinite weight meeting it gives NaN as the
     definition says. Taps accumulate in row-major kernel order, with fused multiply-adds."""
@@ -546,6 +560,8 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl):
                     for run in range(runs):
                         _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
         _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
+        if bias.size:
+            _bias_relu(yf, p * out_h * out_w, out_h * out_w, bias[c], relu)
 
 
 @njit(**_INLINE)
@@ -996,13 +1012,14 @@ def _sgemm(typingctx, fn, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb,
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl):
+def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, bias, relu):
     """A 2-D float32 convolution (one group) by bands of output rows: each band's im2col
     columns into ``col`` (this thread's scratch, small enough to stay in cache), then one
     single-threaded BLAS product into the band's slice of every output channel. Bands
     (image, rows) are taken from ``counter`` by every thread running this loop, so the
     threads share one convolution without the GIL and without a barrier between bands.
-    x: (N, C, H, W), w2: (M, C KH KW), y: (N, M, OH OW), all C-contiguous."""
+    x: (N, C, H, W), w2: (M, C KH KW), y: (N, M, OH OW), all C-contiguous. A non-empty
+    ``bias`` (M,) is added to each band while it is in cache, then Relu when ``relu``."""
     images, planes, height, width = x.shape
     m, depth = w2.shape
     xf, yf = x.reshape(-1), y.reshape(-1)
@@ -1017,8 +1034,11 @@ def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw,
         r1 = min(r0 + band_rows, out_h)
         _im2col_rows(xf, img * planes * height * width, col, planes, height, width, r0, r1, out_w,
                      kh, kw, sh, sw, dh, dw, pt, pl)
-        _sgemm(sgemm, 0, m, (r1 - r0) * out_w, depth, 1.0, w2, 0, depth, col, 0, (r1 - r0) * out_w, yf,
-               img * m * npix + r0 * out_w, npix)
+        y0 = img * m * npix + r0 * out_w
+        _sgemm(sgemm, 0, m, (r1 - r0) * out_w, depth, 1.0, w2, 0, depth, col, 0, (r1 - r0) * out_w, yf, y0, npix)
+        if bias.size:
+            for ch in range(m):
+                _bias_relu(yf, y0 + ch * npix, (r1 - r0) * out_w, bias[ch], relu)
 
 
 # -- Attention: scores, softmax and the product with V, item by item without the GIL -----------

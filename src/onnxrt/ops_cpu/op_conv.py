@@ -81,11 +81,14 @@ def conv_core(
     dilations: Sequence[int],
     group: int,
     out_shape: Sequence[int],
+    epilogue: list | None = None,
 ) -> np.ndarray:
     """The correlation ``Y[n, m, o] = sum_{c, k} W[m, c, k] * Xpad[n, g(m)*Cg + c, o*s + k*d]``.
 
     ``x`` and ``w`` share one floating dtype (the compute dtype); the result is a fresh
-    (N, M, *out_shape) array of that dtype. Three paths:
+    (N, M, *out_shape) array of that dtype. ``epilogue``, a list ``[bias (M,) float32,
+    relu]``, asks the compiled paths (depthwise, bands) to add the bias and apply Relu
+    while each piece of output is in cache; a path that did so clears the list. Three paths:
 
     * 1x1 kernels without padding: no im2col, one matrix product (strided input subsampled);
     * depthwise (one input channel per group): :func:`_depthwise`, per-plane columns and
@@ -122,13 +125,13 @@ def conv_core(
 
     if cg == 1 and group > 1:
         if len(kernel) == 2 and m_out == n_ch and dtype == np.float32 and (k := _jit.kernels()) is not None:
-            return _depthwise_compiled(k, x, w, pads_begin, strides, dilations, out_shape)
+            return _depthwise_compiled(k, x, w, pads_begin, strides, dilations, out_shape, epilogue)
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
         if group == 1 and npix >= BAND_MIN_PIXELS and (sgemm := blas_sgemm_address()) is not None:
-            return _conv_bands(k, sgemm, x, w, kernel, strides, dilations, pads_begin, tuple(out_shape))
+            return _conv_bands(k, sgemm, x, w, kernel, strides, dilations, pads_begin, tuple(out_shape), epilogue)
         fill = _im2col_compiled(k, x, kernel, strides, dilations, pads_begin, tuple(out_shape))
     elif same:
         fill = _im2col_same(x, kernel, dilations, pads_begin, tuple(out_shape))
@@ -182,7 +185,8 @@ BAND_MIN_PIXELS = 3136
 BAND_BYTES = 1 << 19
 
 
-def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, dilations, pads_begin, out_shape) -> np.ndarray:
+def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, dilations, pads_begin, out_shape,
+                epilogue: list | None = None) -> np.ndarray:
     """A 2-D float32 convolution (group 1) by bands of output rows in the compiled loop
     ``conv2d_bands``: each thread of the pool builds one band's columns in its own small
     scratch and multiplies them by W with a single-threaded BLAS call straight into the
@@ -200,10 +204,12 @@ def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, di
     w2 = np.ascontiguousarray(w).reshape(m_out, depth)
     y = np.empty((n_img, m_out, out_h * out_w), np.float32)
     counter = np.zeros(1, np.int64)
+    bias, relu = _take_epilogue(epilogue)
 
     def work(lo: int, hi: int) -> None:
         col = scratch("conv_band", (depth * rows * out_w,), np.float32)
-        k.conv2d_bands(xc, w2, y, counter, rows, sgemm, col, out_h, out_w, *kernel, *strides, *dilations, *pads_begin)
+        k.conv2d_bands(xc, w2, y, counter, rows, sgemm, col, out_h, out_w, *kernel, *strides, *dilations, *pads_begin,
+                       bias, relu)
 
     # one part per thread: each takes bands until the counter runs out (a late thread finds none);
     # BLAS runs single-threaded inside the loop
@@ -296,7 +302,21 @@ def _im2col_same(
 _JIT_PART_TAPS = 1 << 22
 
 
-def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, dilations, out_shape) -> np.ndarray:
+def _take_epilogue(epilogue: list | None) -> tuple[np.ndarray, bool]:
+    """The bias (empty for none) and Relu flag of conv_core's ``epilogue``, which is cleared:
+    the caller then knows they were applied."""
+    if not epilogue:
+        return _NO_BIAS, False
+    bias, relu = epilogue
+    epilogue.clear()
+    return bias, relu
+
+
+_NO_BIAS = np.empty(0, np.float32)
+
+
+def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, dilations, out_shape,
+                        epilogue: list | None = None) -> np.ndarray:
     """2-D float32 depthwise correlation (one output per channel) by the numba loop
     ``depthwise_conv2d``: each plane zero-padded once, then per output row one vectorised
     multiply-add per tap (3x3 at unit strides: all nine taps in registers, one store per
@@ -308,9 +328,10 @@ def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, di
     xs = np.ascontiguousarray(x).reshape((planes,) + x.shape[2:])
     wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
     y = np.empty((planes,) + tuple(out_shape), np.float32)
+    bias, relu = _take_epilogue(epilogue)
 
     def work(lo: int, hi: int) -> None:
-        k.depthwise_conv2d(xs[lo:hi], wk, y[lo:hi], lo, *strides, *dilations, *pads_begin)
+        k.depthwise_conv2d(xs[lo:hi], wk, y[lo:hi], lo, *strides, *dilations, *pads_begin, bias, relu)
 
     _jit.split(planes, work, max(1, _JIT_PART_TAPS // (prod(out_shape) * w.shape[2] * w.shape[3])))
     return y.reshape((n_img, n_ch) + tuple(out_shape))
@@ -479,14 +500,20 @@ def conv(
     kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
     nd = x.ndim - 2
     cdt = compute_dtype(x.dtype)
-    if x.shape[0] == 0 or w.shape[0] == 0 or 0 in out_shape:
-        y = np.zeros((x.shape[0], w.shape[0]) + out_shape, cdt)
-    else:
-        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape)
     if b is not None:
         b = np.asarray(b)
         if b.shape != (w.shape[0],):
             raise KernelError(f"B must have shape [{w.shape[0]}] (one value per output channel), got {list(b.shape)}.")
+    epilogue = None
+    if b is not None and cdt == np.float32 and activation in (None, "Relu"):
+        epilogue = [np.ascontiguousarray(as_compute(b, cdt)), activation == "Relu"]
+    if x.shape[0] == 0 or w.shape[0] == 0 or 0 in out_shape:
+        y = np.zeros((x.shape[0], w.shape[0]) + out_shape, cdt)
+    else:
+        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue)
+        if epilogue == []:  # the kernel added the bias and applied the Relu
+            return to_output(y, x.dtype)
+    if b is not None:
         if (
             cdt == np.float32 and activation in (None, "Relu") and y.flags.c_contiguous and y.size >= 4096
             and (k := _jit.kernels()) is not None
