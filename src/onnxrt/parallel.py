@@ -148,6 +148,12 @@ def limit_threads(threads: int | None) -> Iterator[None]:
         _TLS.threads = previous
 
 
+def current_threads() -> int:
+    """The threads a kernel may use here: KERNEL_THREADS, capped by :func:`limit_threads`."""
+    cap = getattr(_TLS, "threads", None)
+    return KERNEL_THREADS if cap is None else min(KERNEL_THREADS, cap)
+
+
 def parallel_for(
     n: int, fn: Callable[[int, int], None], work_per_item: int, threads: int | None = None, blas: bool = True
 ) -> None:

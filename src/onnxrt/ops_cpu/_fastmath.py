@@ -56,6 +56,8 @@ JIT_MIN_SIZE = 1024
 #: measured on two cores at 1e6 elements, erf 1.58 -> 1.0 ms and sigmoid 875 -> 625 us
 #: with parts of 128K instead of 512K (one call); no loss down to 262K elements
 JIT_PART = 1 << 17
+#: _jit_team's elementwise kinds (kept here so that importing _fastmath does not load numba)
+_TEAM_SIGMOID, _TEAM_SIGMOID_EXACT, _TEAM_ERF = 0, 1, 2
 ERF_MIN_SIZE = 1 << 14
 CAST_MIN_SIZE = 1 << 16
 
@@ -118,6 +120,7 @@ def _chunked(
     out: np.ndarray | None = None,
     jit: Callable[[np.ndarray, np.ndarray], object] | None = None,
     jit_split: bool = True,
+    team_kind: int | None = None,
 ) -> np.ndarray:
     """Run ``kernel(x_chunk, out_chunk, *buffers, *args)`` over CHUNK-sized pieces of ``x`` (any shape, any strides).
 
@@ -125,6 +128,8 @@ def _chunked(
     kernel (and its buffers): one pass per element instead of the kernel's 15 to 45, in
     parts of at least JIT_PART elements over the pool, or in one call when ``jit_split``
     is False (the casts: memory-bound, a second thread only adds its wake-up).
+    ``team_kind`` (one of _jit_team's elementwise kinds) runs large arrays on the team of
+    GIL-free threads instead of the pool when it is available.
 
     The kernel reads its input chunk (never writes it) and fills the output chunk; the
     ``nbuf`` scratch buffers are allocated here, once per call. ``out``, when given, is a
@@ -142,7 +147,10 @@ def _chunked(
     if jit is not None:
         if not jit_split:
             jit(flat, oflat)
-        else:
+        elif not (
+            team_kind is not None and n >= 2 * JIT_PART and flat.dtype == oflat.dtype == _F32
+            and _jit.team_split("elementwise_part", [team_kind, flat.ctypes.data, oflat.ctypes.data, n], n)
+        ):
             _jit.split(n, lambda lo, hi: jit(flat[lo:hi], oflat[lo:hi]), JIT_PART)
         return out
     step = min(n, CHUNK)
@@ -217,7 +225,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     (clipped into their domains) and merge exactly. erf(+-0) = +-0, erf(+-inf) = +-1,
     NaN stays NaN.
     """
-    return _chunked(_erf_chunk, x, 3, jit=_compiled("erf"))
+    return _chunked(_erf_chunk, x, 3, jit=_compiled("erf"), team_kind=_TEAM_ERF)
 
 
 def _erf_at_split() -> np.float32:
@@ -414,12 +422,14 @@ def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     jit = None
     if k is not None:
         if out is not None and np.shares_memory(out, x):
-            jit = k.sigmoid_exact  # the fast loop's fallback needs x after y is written
+            jit, kind = k.sigmoid_exact, _TEAM_SIGMOID_EXACT  # the fast loop's fallback needs x after y is written
         else:
             def jit(xc: np.ndarray, yc: np.ndarray) -> None:
                 if k.sigmoid(xc, yc):  # some x below -87.33, where exp(x) is subnormal
                     k.sigmoid_exact(xc, yc)
-    return _chunked(_sigmoid_chunk, x, 1, out=out, jit=jit)
+            kind = _TEAM_SIGMOID
+        return _chunked(_sigmoid_chunk, x, 1, out=out, jit=jit, team_kind=kind)
+    return _chunked(_sigmoid_chunk, x, 1, out=out)
 
 
 def _softplus_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, w: np.ndarray, w2: np.ndarray) -> None:

@@ -10,6 +10,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
+import numpy as np
+
+from .. import parallel
 from ..parallel import MIN_PARALLEL_WORK, parallel_for
 
 #: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
@@ -22,6 +25,10 @@ _LOADED: dict[str, ModuleType | None] = {}
 LOAD_ERROR: str | None = None
 #: the compiled float32 loops of the operators in ai.onnx
 CORE = "onnxrt.ops_cpu._jit_kernels"
+#: the team of GIL-free worker threads and the part functions it runs
+TEAM = "onnxrt.ops_cpu._jit_team"
+#: work items (elements, or row elements) per part of a team job: ~30 us of a sigmoid
+TEAM_PART = 1 << 16
 
 
 def kernels(module: str = CORE) -> ModuleType | None:
@@ -86,3 +93,22 @@ def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
         return
     bounds = [total * i // parts for i in range(parts + 1)]
     parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK, blas=False)
+
+
+def team_split(part: str, args: list[int], total: int, max_parts: int = 64) -> bool:
+    """Run _jit_kernels' part function ``part`` on the team of GIL-free threads
+    (:mod:`onnxrt.ops_cpu._jit_team`) with the int64 argument block ``args`` over
+    ``total`` work items, in parts of about TEAM_PART items (at most ``max_parts``) shared
+    by the caller and the team (the part count is appended to ``args``). False when
+    nothing ran: one thread allowed, fewer than two parts, no team on this platform, or
+    the team busy with another caller's job; the caller then uses :func:`split`. The
+    arrays behind the addresses in ``args`` must outlive the call."""
+    threads = parallel.current_threads()
+    parts = min(max_parts, total // TEAM_PART)
+    if threads < 2 or parts < 2:
+        return False
+    team = kernels(TEAM)
+    if team is None or not team.available():
+        return False
+    block = np.array(args + [parts], np.int64)
+    return team.run(kernels().part_function(part), block, parts, threads - 1)

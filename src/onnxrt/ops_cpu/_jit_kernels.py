@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from . import _fastmath as fm
@@ -310,6 +310,21 @@ def _exp_nonpositive(x):
     Softmax's exp, one power of two and no NaN or overflow cases (onnxruntime flushes too)."""
     y = _exp_normal(x if x > _EXP_NORMAL_LOW else _EXP_NORMAL_LOW)
     return y if x > _EXP_NORMAL_LOW else _ZERO
+
+
+@njit(**_OPTS)
+def row_maxima(x, maxima):
+    """maxima[r] = the maximum of row r of the 2-D float32 array x, NaN when the row holds
+    one (numpy's max): a vectorised maximum and an or of NaN tests in one pass."""
+    for r in range(x.shape[0]):
+        row = x[r]
+        m = -_INF
+        nan = False
+        for i in range(row.size):
+            v = row[i]
+            m = _max_step(m, v)
+            nan |= v != v
+        maxima[r] = _f32(np.nan) if nan else m
 
 
 @njit(**_OPTS)
@@ -1348,3 +1363,71 @@ def transpose_u32(src, dst, lo, hi):
         for i in range(i0, i1):
             for j in range(j_lo, n):
                 df[base + j * m + i] = sf[base + i * n + j]
+
+
+def _pointer(dtype):
+    @intrinsic
+    def pointer(typingctx, address):
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(dtype).as_pointer())
+
+        return types.CPointer(dtype)(types.int64), codegen
+
+    return pointer
+
+
+_i64_at = _pointer(types.int64)
+_f32_at = _pointer(types.float32)
+
+
+# -- part functions of _jit_team's jobs: each gets the address of an int64 argument block and a part
+# index. They live here, not in _jit_team: numba's cache of a function is keyed on its own file only,
+# so a part compiled elsewhere would keep stale copies of the loops below it calls.
+
+#: elementwise kinds (first word of the arguments)
+SIGMOID, SIGMOID_EXACT, ERF = 0, 1, 2
+
+
+def elementwise_part(args, part):
+    """Part ``part`` of y = f(x) over float32 arrays: args = (kind, x address, y address,
+    size, parts); the kinds are SIGMOID (the fast loop, the exact one where it flags
+    subnormal results), SIGMOID_EXACT (x may be y) and ERF."""
+    a = carray(_i64_at(args), 5)
+    n, parts = a[3], a[4]
+    lo, hi = n * part // parts, n * (part + 1) // parts
+    x = carray(_f32_at(a[1]), n)[lo:hi]
+    y = carray(_f32_at(a[2]), n)[lo:hi]
+    kind = a[0]
+    if kind == SIGMOID:
+        if sigmoid(x, y):
+            sigmoid_exact(x, y)
+    elif kind == SIGMOID_EXACT:
+        sigmoid_exact(x, y)
+    else:
+        erf(x, y)
+
+
+def softmax_part(args, part):
+    """Part ``part`` of Softmax (LogSoftmax when ``log``) over the rows of float32 (rows, n)
+    arrays: args = (x address, y address, rows, n, log, parts)."""
+    a = carray(_i64_at(args), 6)
+    rows, n, parts = a[2], a[3], a[5]
+    lo, hi = rows * part // parts, rows * (part + 1) // parts
+    x = carray(_f32_at(a[0]), (rows, n))[lo:hi]
+    y = carray(_f32_at(a[1]), (rows, n))[lo:hi]
+    maxima = np.empty(hi - lo, np.float32)
+    row_maxima(x, maxima)
+    softmax_rows(x, maxima, y, a[4] != 0)
+
+
+_PARTS: dict = {}
+
+
+def part_function(name: str):
+    """The part function ``name`` compiled as a C callback ``void(int64, int64)`` (loaded from
+    numba's cache after the first time), on first use: compiling callbacks at import would
+    cost every process 0.3 s, team or not."""
+    fn = _PARTS.get(name)
+    if fn is None:
+        fn = _PARTS[name] = cfunc(types.void(types.int64, types.int64), nogil=True, cache=True)(globals()[name])
+    return fn

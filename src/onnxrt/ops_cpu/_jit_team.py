@@ -1,0 +1,275 @@
+"""A team of worker threads that run compiled kernels' parts without the GIL: spin, then sleep on a futex."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+import threading
+import time
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+# Why a team
+# ----------
+# The kernel pool (onnxrt.parallel) runs Python callables on Python threads: a worker
+# woken for a loop first wakes from its queue, then waits for the GIL, and the caller
+# waits for it on a condition variable, each wake-up 40-90 us on the virtual machines
+# measured (a halted vCPU). For a 1M-element Sigmoid (500 us on one thread) that left
+# a second thread 1.1-1.2x. The team's workers never need the GIL: each runs one compiled
+# loop forever, spinning (pause) for SPIN_US on a sequence number after its last job,
+# then sleeping on a futex. The caller posts a job (a compiled part function's address,
+# the address of its arguments, a part count), wakes sleepers with one futex call, takes
+# parts itself, and spins until every part is done. Parts are claimed by a
+# compare-and-swap on one word holding (sequence << 32 | next part): a worker late for
+# a job can never claim a part of the next one. Linux on x86-64 only (futex, pause);
+# elsewhere callers keep the pool.
+
+#: microseconds a worker spins after its last job before it sleeps (a model's next kernel
+#: finds it awake; a longer spin would take the core from BLAS's threads)
+SPIN_US = 50.0
+
+_I64 = ir.IntType(64)
+
+# word offsets in the control array: the words the caller and workers write sit on
+# separate cache lines
+_SEQ, _NEXT, _DONE, _SLEEP, _FN, _ARGS, _PARTS = 0, 8, 16, 24, 32, 33, 34
+_CTL_WORDS = 40
+_SYS_FUTEX, _FUTEX_WAIT, _FUTEX_WAKE = 202, 128, 129  # x86-64 Linux; the PRIVATE variants
+
+
+def _word(context, builder, signature, args):
+    # the address of ctl[index] (an int64 array and an index)
+    data = context.make_array(signature.args[0])(context, builder, args[0]).data
+    return builder.gep(data, [args[1]])
+
+
+@intrinsic
+def _load(typingctx, ctl, index):
+    """ctl[index] as a sequentially consistent atomic load."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_word(context, builder, signature, args), "seq_cst", 8)
+
+    return types.int64(ctl, types.int64), codegen
+
+
+@intrinsic
+def _store(typingctx, ctl, index, value):
+    """ctl[index] = value as a sequentially consistent atomic store."""
+
+    def codegen(context, builder, signature, args):
+        builder.store_atomic(args[2], _word(context, builder, signature, args), "seq_cst", 8)
+        return context.get_dummy_value()
+
+    return types.none(ctl, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _cas(typingctx, ctl, index, expected, new):
+    """Atomically ctl[index] = new if it is ``expected``; whether it was."""
+
+    def codegen(context, builder, signature, args):
+        res = builder.cmpxchg(_word(context, builder, signature, args), args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(res, 1)
+
+    return types.boolean(ctl, types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _add(typingctx, ctl, index, value):
+    """Atomically ctl[index] += value."""
+
+    def codegen(context, builder, signature, args):
+        builder.atomic_rmw("add", _word(context, builder, signature, args), args[2], "seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(ctl, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _address(typingctx, ctl, index):
+    """The address of ctl[index] (the futex word)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(_word(context, builder, signature, args), _I64)
+
+    return types.int64(ctl, types.int64), codegen
+
+
+@intrinsic
+def _pause(typingctx):
+    """x86's pause: a spinning core yields to its sibling and saves power."""
+
+    def codegen(context, builder, signature, args):
+        fn = builder.module.declare_intrinsic("llvm.x86.sse2.pause", fnty=ir.FunctionType(ir.VoidType(), []))
+        builder.call(fn, [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@intrinsic
+def _cycles(typingctx):
+    """The time-stamp counter (rdtsc)."""
+
+    def codegen(context, builder, signature, args):
+        fn = builder.module.declare_intrinsic("llvm.readcyclecounter", fnty=ir.FunctionType(_I64, []))
+        return builder.call(fn, [])
+
+    return types.int64(), codegen
+
+
+@intrinsic
+def _call_part(typingctx, fn, args, part):
+    """fn(args, part) for the address of a compiled part function ``void(int64, int64)``."""
+
+    def codegen(context, builder, signature, a):
+        fnty = ir.FunctionType(ir.VoidType(), [_I64, _I64])
+        builder.call(builder.inttoptr(a[0], fnty.as_pointer()), [a[1], a[2]])
+        return context.get_dummy_value()
+
+    return types.none(types.int64, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _futex(typingctx, syscall, word, op, value):
+    """libc's syscall(SYS_futex, word, op, value, NULL) (``syscall`` is its address)."""
+
+    def codegen(context, builder, signature, a):
+        fnty = ir.FunctionType(_I64, [_I64], var_arg=True)
+        fn = builder.inttoptr(a[0], fnty.as_pointer())
+        return builder.call(fn, [ir.Constant(_I64, _SYS_FUTEX), a[1], a[2], a[3], ir.Constant(_I64, 0)])
+
+    return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
+
+
+@njit(nogil=True, inline="always")
+def _take_parts(ctl, seq):
+    # run parts of job ``seq`` until none is left (or the job is not ``seq`` any more)
+    fn, args, parts = ctl[_FN], ctl[_ARGS], ctl[_PARTS]
+    while True:
+        word = _load(ctl, _NEXT)
+        part = word & 0xFFFFFFFF
+        if (word >> 32) != seq or part >= parts:
+            return
+        if _cas(ctl, _NEXT, word, word + 1):
+            _call_part(fn, args, part)
+            _add(ctl, _DONE, 1)
+
+
+@njit(nogil=True, cache=True)
+def team_run(ctl, fn, args, parts, syscall):
+    """Post a job, wake sleeping workers, take parts, and wait until all are done."""
+    seq = (ctl[_SEQ] + 1) & 0x7FFFFFFF
+    ctl[_FN] = fn
+    ctl[_ARGS] = args
+    ctl[_PARTS] = parts
+    _store(ctl, _DONE, 0)
+    _store(ctl, _NEXT, seq << 32)
+    _store(ctl, _SEQ, seq)
+    # a worker sets SLEEP before its last look at SEQ: this load sees it, or it sees SEQ
+    if _load(ctl, _SLEEP) == 1 and _cas(ctl, _SLEEP, 1, 0):
+        _futex(syscall, _address(ctl, _SLEEP), _FUTEX_WAKE, 1 << 30)
+    _take_parts(ctl, seq)
+    while _load(ctl, _DONE) < parts:
+        _pause()
+
+
+@njit(nogil=True, cache=True)
+def team_worker(ctl, spin_cycles, syscall):
+    """A worker's whole life: take parts of each new job, spin ``spin_cycles`` after it,
+    then sleep on the futex until the next job wakes it."""
+    last = _load(ctl, _SEQ)
+    since = _cycles()
+    while True:
+        seq = _load(ctl, _SEQ)
+        if seq != last:
+            last = seq
+            _take_parts(ctl, seq)
+            since = _cycles()
+            continue
+        if _cycles() - since > spin_cycles:
+            _store(ctl, _SLEEP, 1)
+            if _load(ctl, _SEQ) == last:
+                _futex(syscall, _address(ctl, _SLEEP), _FUTEX_WAIT, 1)
+            _store(ctl, _SLEEP, 0)
+            since = _cycles()
+            continue
+        _pause()
+
+
+# -- the Python side -------------------------------------------------------------------------------
+
+
+def _syscall_address() -> int | None:
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return None
+    try:
+        return ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value
+    except (OSError, AttributeError):  # pragma: no cover - a libc without syscall()
+        return None
+
+
+_SYSCALL = _syscall_address()
+_CTL = np.zeros(_CTL_WORDS, np.int64)
+#: one job at a time: a caller that finds the team busy runs its kernel another way
+_BUSY = threading.Lock()
+_STARTED: dict[str, int] = {}  # "pid" -> the process whose workers were started
+
+
+def _cycles_per_us() -> float:
+    c0, t0 = _tsc(), time.perf_counter()
+    time.sleep(0.002)
+    c1, t1 = _tsc(), time.perf_counter()
+    return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
+
+
+@njit(cache=True)
+def _tsc():
+    return _cycles()
+
+
+def _start(workers: int) -> None:
+    # the workers of this process (a forked child starts its own: its parent's are not copied)
+    spin = int(SPIN_US * _cycles_per_us())
+    for i in range(workers):
+        threading.Thread(target=team_worker, args=(_CTL, spin, _SYSCALL), name=f"onnxrt-team-{i}", daemon=True).start()
+    _STARTED["pid"] = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    # the child has none of its parent's threads: a fresh control block, lock and workers
+    global _BUSY
+    _CTL[:] = 0
+    _BUSY = threading.Lock()
+    _STARTED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def available() -> bool:
+    """Whether this platform has the team (Linux on x86-64)."""
+    return _SYSCALL is not None
+
+
+def run(part, args: np.ndarray, parts: int, workers: int) -> bool:
+    """Run ``part(args, i)`` for i in [0, parts) on the caller and ``workers`` team threads
+    (``part``: a numba cfunc ``void(int64, int64)``, such as _jit_kernels' ``*_part``);
+    False (nothing ran) when the team is not available or busy with another caller's job."""
+    if _SYSCALL is None or not _BUSY.acquire(blocking=False):
+        return False
+    try:
+        if _STARTED.get("pid") != os.getpid():
+            _start(workers)
+        team_run(_CTL, part.address, args.ctypes.data, parts, _SYSCALL)
+    finally:
+        _BUSY.release()
+    return True

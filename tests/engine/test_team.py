@@ -1,0 +1,141 @@
+"""The team of GIL-free worker threads: its results, its fallbacks (busy, one thread, other platforms), forks and concurrent callers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from onnxrt import parallel
+from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.ops_cpu import _jit, op_softmax
+
+team = _jit.kernels(_jit.TEAM)
+pytestmark = pytest.mark.skipif(team is None or not team.available(), reason="no numba, or not Linux on x86-64")
+
+
+def _large(seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(1 << 19).astype(np.float32) * 30
+    x[::1001] = -95.0  # subnormal sigmoids: the fast loop's parts fall back to the exact loop
+    x[7] = np.nan
+    return x
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """The team's jobs: (part function name, parts) per run that went to the team."""
+    calls = []
+    real = team.run
+
+    def run(part, args, parts, workers):
+        ran = real(part, args, parts, workers)
+        if ran:
+            calls.append((part.__wrapped__.__name__, parts))
+        return ran
+
+    monkeypatch.setattr(team, "run", run)
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
+    return calls
+
+
+def _serial(fn, *args):
+    with parallel.limit_threads(1):
+        return fn(*args)
+
+
+def test_team_sigmoid_and_erf_equal_the_single_thread_loops(spy):
+    k = _jit.kernels()
+    x = _large(1)
+    for fn in (fm.sigmoid, fm.erf):
+        got = fn(x)
+        ref = _serial(fn, x)
+        assert got.dtype == np.float32 and got.shape == x.shape
+        np.testing.assert_array_equal(got, ref)
+    assert [name for name, _ in spy] == ["elementwise_part", "elementwise_part"] and spy[0][1] == 8
+    # in place (RNN gates, fused activations): the exact loop, part by part
+    y = x.copy()
+    fm.sigmoid(y, out=y)
+    exact = np.empty_like(x)
+    k.sigmoid_exact(x, exact)
+    np.testing.assert_array_equal(y, exact)
+    assert len(spy) == 3
+    assert np.isnan(y[7]) and y[1001] > 0
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_team_softmax_equals_the_pool_path(spy, monkeypatch, log):
+    x = np.random.default_rng(2).standard_normal((600, 1000)).astype(np.float32) * 20
+    x[3, 999] = np.nan  # a NaN row (in the tail of the vectorised maximum, which may skip it)
+    x[4] = -np.inf  # a row without any finite value
+    x[5, :10] = np.inf
+    got = op_softmax._softmax_compiled(_jit.kernels(), x, log)
+    assert spy == [("softmax_part", 9)]
+    monkeypatch.setattr(_jit, "team_split", lambda *a, **kw: False)
+    ref = op_softmax._softmax_compiled(_jit.kernels(), x, log)
+    np.testing.assert_array_equal(got, ref)
+    assert np.isnan(got[3]).all() and np.isnan(got[4]).all() and np.isnan(got[5]).all()
+    assert not np.isnan(np.delete(got, [3, 4, 5], axis=0)).any()
+
+
+def test_team_is_not_used_with_one_thread_small_arrays_or_when_busy(spy, monkeypatch):
+    x = _large(3)
+    ref = _serial(fm.sigmoid, x)
+    np.testing.assert_array_equal(_serial(fm.sigmoid, x), ref)
+    np.testing.assert_array_equal(fm.sigmoid(x[:1000]), ref[:1000])
+    assert spy == []
+    with team._BUSY:  # another caller's job: this one takes the pool instead
+        np.testing.assert_array_equal(fm.sigmoid(x), ref)
+    assert spy == []
+    monkeypatch.setattr(team, "_SYSCALL", None)  # another platform
+    assert not team.available()
+    np.testing.assert_array_equal(fm.sigmoid(x), ref)
+    assert spy == []
+
+
+def test_concurrent_callers_share_or_fall_back(spy):
+    inputs = [_large(10 + i) for i in range(4)]
+    expected = [_serial(fm.sigmoid, x) for x in inputs]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def caller(i: int) -> None:
+        try:
+            barrier.wait()
+            for _ in range(10):
+                np.testing.assert_array_equal(fm.sigmoid(inputs[i]), expected[i])
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert spy  # some calls ran on the team
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_starts_its_own_team(spy):
+    x = _large(4)
+    expected = _serial(fm.sigmoid, x)
+    np.testing.assert_array_equal(fm.sigmoid(x), expected)  # the parent's workers exist now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's workers are not copied
+        ok = False
+        try:
+            ok = bool(np.array_equal(fm.sigmoid(x), expected, equal_nan=True)) and len(spy) == 2
+        finally:
+            os.write(write, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert answer == b"1"
+    np.testing.assert_array_equal(fm.sigmoid(x), expected)  # and the parent's team still runs
+    assert len(spy) == 2 and sys.platform.startswith("linux")
