@@ -1,4 +1,4 @@
-"""Helpers shared by the tests: building small models with onnx.helper."""
+"""Helpers shared by the tests: building small models with onnx.helper, running a function in several threads."""
 
 from __future__ import annotations
 
@@ -34,3 +34,25 @@ def make_single_node_model(
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = ir_version
     return model
+
+
+def run_in_threads(fn, count: int) -> list[BaseException]:
+    """``fn(i)`` in ``count`` threads started together (a barrier); the exceptions they raised."""
+    import threading
+
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(count)
+
+    def body(i: int) -> None:
+        try:
+            barrier.wait()
+            fn(i)
+        except BaseException as e:  # noqa: BLE001  (returned to the test)
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

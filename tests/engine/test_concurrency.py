@@ -6,12 +6,12 @@ import pickle
 import threading
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 
 import onnxrt
 from onnxrt.cli import demo_model_path
 
-from ..helpers import make_single_node_model
+from ..helpers import make_single_node_model, run_in_threads
 
 
 def _feeds(seed: int) -> dict[str, np.ndarray]:
@@ -22,23 +22,13 @@ def _feeds(seed: int) -> dict[str, np.ndarray]:
 def test_one_session_eight_threads_fifty_runs():
     sess = onnxrt.InferenceSession(demo_model_path())
     expected = {seed: sess.run(None, _feeds(seed)) for seed in range(8)}
-    errors: list[BaseException] = []
     results: dict[tuple[int, int], list[np.ndarray]] = {}
-    barrier = threading.Barrier(8)
 
     def worker(seed: int) -> None:
-        try:
-            barrier.wait()
-            for i in range(50):
-                results[(seed, i)] = sess.run(None, _feeds(seed))
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        for i in range(50):
+            results[(seed, i)] = sess.run(None, _feeds(seed))
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(worker, 8)
     assert not errors, errors
     assert len(results) == 400
     for (seed, _), outs in results.items():

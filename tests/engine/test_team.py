@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +11,8 @@ import pytest
 from onnxrt import parallel
 from onnxrt.ops_cpu import _fastmath as fm
 from onnxrt.ops_cpu import _jit, op_softmax
+
+from ..helpers import run_in_threads
 
 team = _jit.kernels(_jit.TEAM)
 pytestmark = pytest.mark.skipif(team is None or not team.available(), reason="no numba, or not Linux on x86-64")
@@ -98,23 +99,12 @@ def test_team_is_not_used_with_one_thread_small_arrays_or_when_busy(spy, monkeyp
 def test_concurrent_callers_share_or_fall_back(spy):
     inputs = [_large(10 + i) for i in range(4)]
     expected = [_serial(fm.sigmoid, x) for x in inputs]
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(4)
 
     def caller(i: int) -> None:
-        try:
-            barrier.wait()
-            for _ in range(10):
-                np.testing.assert_array_equal(fm.sigmoid(inputs[i]), expected[i])
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        for _ in range(10):
+            np.testing.assert_array_equal(fm.sigmoid(inputs[i]), expected[i])
 
-    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not run_in_threads(caller, 4)
     assert spy  # some calls ran on the team
 
 

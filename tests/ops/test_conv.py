@@ -8,7 +8,6 @@ written here from the spec text.
 from __future__ import annotations
 
 import itertools
-import threading
 
 import ml_dtypes
 import numpy as np
@@ -28,7 +27,7 @@ from onnxrt.ops_cpu.op_conv_transpose import conv_transpose
 from onnxrt.ops_cpu.op_deform_conv import deform_conv
 from onnxrt.ops_cpu.op_qlinear_conv import qlinear_conv
 
-from ..helpers import make_single_node_model
+from ..helpers import make_single_node_model, run_in_threads
 
 _ELEM = {
     np.dtype(np.float32): TensorProto.FLOAT,
@@ -391,21 +390,13 @@ def test_conv_is_thread_safe():
         x = rng.standard_normal((1, 3 + i, 9 + i, 8)).astype(np.float32)
         w = rng.standard_normal((5, 3 + i, 3, 3)).astype(np.float32)
         jobs.append((x, w, conv(x, w, pads=[1, 1, 1, 1])))
-    errors = []
 
     def work(k):
-        try:
-            for _ in range(15):
-                for x, w, ref in jobs[k % 2::2]:
-                    np.testing.assert_array_equal(conv(x, w, pads=[1, 1, 1, 1]), ref)
-        except AssertionError as e:  # pragma: no cover  (reported below)
-            errors.append(e)
+        for _ in range(15):
+            for x, w, ref in jobs[k % 2::2]:
+                np.testing.assert_array_equal(conv(x, w, pads=[1, 1, 1, 1]), ref)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_in_threads(work, 4)
     release_scratch()
     assert not errors
 

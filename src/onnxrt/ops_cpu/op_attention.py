@@ -6,7 +6,6 @@ import math
 
 import ml_dtypes
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, matmul, parallel_for, scratch
