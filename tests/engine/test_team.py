@@ -129,3 +129,15 @@ def test_a_forked_child_starts_its_own_team(spy):
     assert answer == b"1"
     np.testing.assert_array_equal(fm.sigmoid(x), expected)  # and the parent's team still runs
     assert len(spy) == 2 and sys.platform.startswith("linux")
+
+
+def test_team_transposes_blocks_of_rows(spy):
+    from onnxrt.ops_cpu.op_transpose import transpose
+
+    rng = np.random.default_rng(6)
+    for shape, perm in (((1000, 1003), (1, 0)), ((4, 300, 517), (0, 2, 1))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = transpose(x, perm)
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, x.transpose(perm))
+    assert [name for name, _ in spy] == ["transpose_part", "transpose_part"]

@@ -552,3 +552,49 @@ def test_chained_model():
     b = np.array([-1.0, 0.0, 1.0], np.float32)
     y = onnxrt.OnnxInference(model.SerializeToString()).run({"a": a, "b": b})["y"]
     np.testing.assert_allclose(y, 1 / (1 + np.exp(-((a + b) * a))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,ufunc", [("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)])
+@pytest.mark.parametrize("row_shape", [(128,), (1, 128), (1, 1, 1, 128)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("row_first", [False, True])
+def test_float32_row_broadcast_runs_the_compiled_loop(op, ufunc, row_shape, row_first, monkeypatch):
+    """float32 arithmetic whose smaller input is a row along the last axis (a bias) runs one
+    compiled pass; its IEEE results equal numpy's bit for bit, inf, NaN and 0 divisors included."""
+    from onnxrt.ops_cpu import _jit
+
+    k = _jit.kernels()
+    if k is None:
+        pytest.skip("numba is not installed")
+    calls = []
+    real = k.rows_op
+    monkeypatch.setattr(k, "rows_op", lambda *a: calls.append(a[3:]) or real(*a))
+    rng = np.random.default_rng(len(row_shape))
+    full = rng.standard_normal((3, 50, 128)).astype(np.float32)
+    row = rng.standard_normal(row_shape).astype(np.float32)
+    full[0, 0, :4] = [np.inf, -np.inf, np.nan, 0.0]
+    row.reshape(-1)[4:8] = [0.0, -0.0, np.inf, np.nan]
+    a, b = (row, full) if row_first else (full, row)
+    got = run(op, a, b)
+    with np.errstate(all="ignore"):
+        want = ufunc(a, b)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert calls == [({"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}[op], row_first)]
+
+
+def test_float32_relu_compiled_keeps_nan_and_negative_zero(monkeypatch):
+    from onnxrt.ops_cpu import _jit
+
+    k = _jit.kernels()
+    if k is None:
+        pytest.skip("numba is not installed")
+    calls = []
+    real = k.relu
+    monkeypatch.setattr(k, "relu", lambda *a: calls.append(1) or real(*a))
+    x = np.random.default_rng(0).standard_normal((200, 200)).astype(np.float32)
+    x[0, [0, 2, 4]] = [np.nan, -0.0, -np.inf]
+    y = run("Relu", x[:, ::2])  # a strided view: copied once, then one compiled pass
+    want = np.clip(x[:, ::2], 0, np.inf)
+    assert y.dtype == np.float32 and y.shape == (200, 100) and calls == [1]
+    np.testing.assert_array_equal(y, want)
+    assert np.isnan(y[0, 0]) and np.signbit(y[0, 1]) and y[0, 2] == 0

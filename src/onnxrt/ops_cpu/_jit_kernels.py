@@ -1214,6 +1214,36 @@ def lstm_default(xw, r, h0, c, y, sgemm, gates):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def rows_op(full, row, y, op, row_first):
+    """y[r, j] = full[r, j] op row[j] (``row_first``: row[j] op full[r, j]) over 2-D float32
+    arrays, op 0 to 3: + - * / (IEEE, as numpy's): a binary operator whose second input
+    broadcasts along the leading axes, one pass without numpy's broadcast iterator."""
+    rows, n = full.shape
+    ff, yf = full.reshape(-1), y.reshape(-1)
+    for r in range(rows):
+        base = _U(r * n)
+        if op == 0:
+            for j in range(_U(n)):
+                yf[base + j] = ff[base + j] + row[j]
+        elif op == 1:
+            if row_first:
+                for j in range(_U(n)):
+                    yf[base + j] = row[j] - ff[base + j]
+            else:
+                for j in range(_U(n)):
+                    yf[base + j] = ff[base + j] - row[j]
+        elif op == 2:
+            for j in range(_U(n)):
+                yf[base + j] = ff[base + j] * row[j]
+        elif row_first:
+            for j in range(_U(n)):
+                yf[base + j] = row[j] / ff[base + j]
+        else:
+            for j in range(_U(n)):
+                yf[base + j] = ff[base + j] / row[j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def add_rows_relu(y, b, relu):
     """In place on the rows of a 2-D float32 array: y[r] += b[r], then max(y, 0) when
     ``relu`` (NaN and -0 kept, as np.clip keeps them): a convolution's bias and fused Relu
@@ -1378,6 +1408,7 @@ def _pointer(dtype):
 
 _i64_at = _pointer(types.int64)
 _f32_at = _pointer(types.float32)
+_u32_at = _pointer(types.uint32)
 
 
 # -- part functions of _jit_team's jobs: each gets the address of an int64 argument block and a part
@@ -1385,7 +1416,15 @@ _f32_at = _pointer(types.float32)
 # so a part compiled elsewhere would keep stale copies of the loops below it calls.
 
 #: elementwise kinds (first word of the arguments)
-SIGMOID, SIGMOID_EXACT, ERF = 0, 1, 2
+SIGMOID, SIGMOID_EXACT, ERF, RELU = 0, 1, 2, 3
+
+
+@njit(**_OPTS)
+def relu(x, y):
+    # max(x, 0) keeping -0 and NaN (np.clip's and onnxruntime's Relu)
+    for i in range(x.size):
+        v = x[i]
+        y[i] = _ZERO if v < _ZERO else v
 
 
 def elementwise_part(args, part):
@@ -1403,8 +1442,21 @@ def elementwise_part(args, part):
             sigmoid_exact(x, y)
     elif kind == SIGMOID_EXACT:
         sigmoid_exact(x, y)
-    else:
+    elif kind == ERF:
         erf(x, y)
+    else:
+        relu(x, y)
+
+
+def transpose_part(args, part):
+    """Part ``part`` of transpose_u32: args = (src address, dst address, batches, m, n,
+    parts), the blocks of 8 rows split evenly."""
+    a = carray(_i64_at(args), 6)
+    batches, m, n, parts = a[2], a[3], a[4], a[5]
+    blocks = batches * ((m + 7) // 8)
+    src = carray(_u32_at(a[0]), (batches, m, n))
+    dst = carray(_u32_at(a[1]), (batches, n, m))
+    transpose_u32(src, dst, blocks * part // parts, blocks * (part + 1) // parts)
 
 
 def softmax_part(args, part):

@@ -82,7 +82,9 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
         def compiled(lo: int, hi: int) -> None:
             k.transpose_u32(s3, o3, lo, hi)
 
-        _jit.split(blocks, compiled, max(1, TRANSPOSE_PART // (8 * dims[-1])))
+        args = [s3.ctypes.data, o3.ctypes.data, s3.shape[0], dims[-2], dims[-1]]
+        if not (s3.size >= 2 * TRANSPOSE_PART and _jit.team_split("transpose_part", args, s3.size, max_parts=blocks)):
+            _jit.split(blocks, compiled, max(1, TRANSPOSE_PART // (8 * dims[-1])))
         return out.reshape(out_shape)
     inner = q[-1]  # input axis that becomes the output's contiguous axis
     if inner == n - 1:  # the innermost run stays contiguous: a plain copy streams well
