@@ -350,3 +350,68 @@ def test_fused_batchnorm_relu_single_pass_equals_the_two_nodes(part, monkeypatch
     assert got.dtype == np.float32 and got.shape == x.shape
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert np.isnan(got[0, 1, 2, 3]) and (got >= 0).sum() == got.size - 1
+
+
+def _mlp(widths, relus, trans_b=(), bias=(), extra_output=None, opset=17):
+    """MatMul + Add (+ Relu) layers, or Gemm with transB for the indices in ``trans_b``."""
+    rng = np.random.default_rng(len(widths))
+    nodes, inits, prev = [], [], "x"
+    for i, (k, n) in enumerate(zip(widths, widths[1:])):
+        out = "y" if i == len(widths) - 2 else f"h{i}"
+        pre = f"p{i}" if relus[i] else out
+        if i in trans_b:
+            inits.append((f"w{i}", (rng.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)))
+            ins = [prev, f"w{i}"] + ([f"b{i}"] if i not in bias else [])
+            nodes.append(helper.make_node("Gemm", ins, [pre], transB=1))
+        else:
+            inits.append((f"w{i}", (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)))
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+            nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [pre]))
+        if i not in bias:
+            inits.append((f"b{i}", (rng.standard_normal(n) * 0.1).astype(np.float32)))
+        if relus[i]:
+            nodes.append(helper.make_node("Relu", [pre], [out]))
+        prev = out
+    outputs = [("y", F, ["N", widths[-1]])] + ([(extra_output, F, None)] if extra_output else [])
+    return _model(nodes, [("x", F, ["N", widths[0]])], outputs, inits, opset=opset)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 40])
+def test_dense_layers_chain_into_one_node(rows, monkeypatch):
+    """MatMul + Add (+ Relu) and Gemm layers (transposed B, no bias) become one DenseChain:
+    one compiled call for a few float32 rows, the layers' own kernels for more (40 rows)."""
+    from onnxrt.ops_cpu import _jit
+
+    model = _mlp([32, 64, 48, 48, 10], relus=[1, 1, 0, 1], trans_b={1, 2}, bias={2})
+    feeds = {"x": np.random.default_rng(rows).standard_normal((rows, 32)).astype(np.float32)}
+    calls = []
+    k = _jit.kernels()
+    if k is not None:
+        real = k.dense_chain
+        monkeypatch.setattr(k, "dense_chain", lambda *a: calls.append(1) or real(*a))
+    s = _check_equal(model, feeds)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["DenseChain"]
+    assert "fuse_dense_chain" in s[L.ORT_ENABLE_ALL].engine.plan.applied_passes
+    chain = s[L.ORT_ENABLE_ALL].engine.plan.steps[0].op
+    assert chain._trans_b == [0, 1, 1, 0] and chain._relus == [1, 1, 0, 1]
+    assert len(calls) == (1 if rows <= 16 and k is not None else 0)
+    # each layer is computed as the separate (fused) Gemm nodes compute it: identical bits
+    from onnxrt import optim
+
+    monkeypatch.setattr(optim, "PASSES", [p for p in optim.PASSES if p[1] != "fuse_dense_chain"])
+    opts = onnxrt.SessionOptions()
+    opts.graph_optimization_level = L.ORT_ENABLE_ALL
+    layers = onnxrt.InferenceSession(model, opts)
+    assert _ops(layers) == ["FusedGemm", "FusedGemm", "Gemm", "FusedGemm"]
+    (want,) = layers.run(None, feeds)
+    (got,) = s[L.ORT_ENABLE_ALL].run(None, feeds)
+    assert got.dtype == np.float32 and got.shape == (rows, 10)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dense_chain_stops_where_a_value_is_read_elsewhere_or_not_float32():
+    model = _mlp([8, 8, 8, 8], relus=[1, 1, 1], extra_output="h0")
+    s = _check_equal(model, {"x": np.ones((2, 8), np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedGemm", "DenseChain"]
+    single = _mlp([8, 8], relus=[1])
+    assert _ops(_sessions(single)[L.ORT_ENABLE_ALL]) == ["FusedGemm"]

@@ -1130,6 +1130,30 @@ def attention_items(q, k, v, y, bias, qs, ks, vs, ys, bs, shape, block, scale, c
                 y[o + j] = y[o + j] / s
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def dense_chain(x, weights, biases, layers, y):
+    """Consecutive dense layers on a few rows, each as dense_small (so the same results as
+    the layers one by one): x -> layer 0 -> ... -> y. weights and biases: every layer's B
+    (row-major, (K, N) or, with trans_b, (N, K)) and C packed in two float32 arrays;
+    layers: int64 (L, 6) of (K, N, trans_b, relu, B offset, C offset or -1 for none).
+    Intermediate rows are allocated here."""
+    rows = x.shape[0]
+    last = layers.shape[0] - 1
+    cur = np.empty((rows, layers[0, 1]), np.float32) if last else y
+    _dense_layer(x, weights, biases, layers, 0, cur)
+    for layer in range(1, last + 1):
+        out = y if layer == last else np.empty((rows, layers[layer, 1]), np.float32)
+        _dense_layer(cur, weights, biases, layers, layer, out)
+        cur = out
+
+
+@njit(**_INLINE)
+def _dense_layer(x, weights, biases, layers, layer, out):
+    kk, n, tb, relu, wo, bo = layers[layer]
+    b = biases[bo:bo + n] if bo >= 0 else biases[0:0]
+    dense_small(x, weights[wo:wo + kk * n], b, relu != 0, tb != 0, out)
+
+
 # -- LSTM: the whole recurrence of the common configuration in one call --------------------------
 
 

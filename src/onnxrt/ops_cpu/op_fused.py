@@ -1,4 +1,4 @@
-"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm, MatMul, BatchNormalization, Add or Sum followed by an activation.
+"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm, MatMul, BatchNormalization, Add or Sum followed by an activation; chains of dense layers.
 
 The graph optimiser (onnxrt.optim.fuse_activation) writes them; they run the original
 operator's kernel, then the activation in place on its fresh output, saving one node, one
@@ -6,6 +6,8 @@ allocation and one pass of the engine.
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 from onnx import NodeProto
@@ -125,3 +127,83 @@ class FusedSum(_Fused):
 
     base_op = "Sum"
     may_alias = True
+
+
+@register("DenseChain", versions=(1,), domain=FUSED_DOMAIN)
+class DenseChain(OpRun):
+    """Consecutive dense layers (Gemm, Gemm + Relu; onnxrt.optim.dense_chain writes them):
+    inputs X, B1, C1, B2, C2, ... (C may be omitted), attributes ``trans_b`` and ``relus``.
+
+    A few float32 rows run every layer in one compiled call (``_jit_kernels.dense_chain``,
+    each layer as the compiled dense loop of Gemm: the same results as the nodes one by
+    one); any other input runs the layers' own Gemm kernels in turn. A 5-layer MLP at one
+    row: one kernel call and one engine step instead of five."""
+
+    attribute_defaults = {"trans_b": [], "relus": []}
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        from onnx import helper
+
+        from .op_gemm import DENSE_MAX_ROWS, DENSE_MAX_WORK
+
+        self._trans_b = [int(t) for t in self.atts_value["trans_b"]]
+        self._relus = [int(r) for r in self.atts_value["relus"]]
+        self._max_rows, self._max_work = DENSE_MAX_ROWS, DENSE_MAX_WORK
+        self._layers = []
+        for tb, relu in zip(self._trans_b, self._relus):
+            if relu:
+                node = helper.make_node("FusedGemm", ["a", "b", "c"], ["y"], domain=FUSED_DOMAIN, transB=tb,
+                                        activation="Relu", since_version=13)
+                cls, since = lookup("FusedGemm", FUSED_DOMAIN, 1)  # type: ignore[misc]
+            else:
+                node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transB=tb)
+                cls, since = lookup("Gemm", "", 13)  # type: ignore[misc]
+            self._layers.append(cls(node, None, since_version=since, opsets=options.get("opsets")))
+        self._prep: tuple | None = None
+
+    def _prepare(self, params: tuple) -> tuple:
+        """(params, packed B, packed C, layer table, K of the first layer, N of the last, most
+        rows, kernel), the packed arrays None where the compiled call does not apply (checked
+        and packed once per set of weights: at most DENSE_MAX_WORK values per layer)."""
+        from . import _jit
+
+        k = _jit.kernels()
+        ws, cs = params[0::2], params[1::2]
+        width, rows, table, w_parts, c_parts = None, self._max_rows, [], [], []
+        w_off = c_off = 0
+        for w, c, tb, relu in zip(ws, cs, self._trans_b, self._relus):
+            if k is None or not (isinstance(w, np.ndarray) and w.dtype == _F32 and w.ndim == 2):
+                return (params, None)
+            kk, n = w.shape[::-1] if tb else w.shape
+            if width is not None and kk != width:
+                return (params, None)
+            if c is not None and not (isinstance(c, np.ndarray) and c.dtype == _F32 and c.size == n):
+                return (params, None)
+            rows = min(rows, self._max_work // max(kk * n, 1))
+            table.append((kk, n, tb, relu, w_off, -1 if c is None else c_off))
+            w_parts.append(w.reshape(-1))
+            w_off += w.size
+            if c is not None:
+                c_parts.append(c.reshape(-1))
+                c_off += n
+            width = n
+        weights = np.concatenate(w_parts)
+        biases = np.concatenate(c_parts) if c_parts else np.zeros(0, _F32)
+        return (params, weights, biases, np.array(table, np.int64), table[0][0], width, rows, k.dense_chain)
+
+    def _run(self, x, *params, attributes=None, verbose=0, fLOG=None):
+        prep = self._prep  # one read: sessions may run this node in several threads
+        if prep is None or not all(map(operator.is_, prep[0], params)):
+            prep = self._prep = self._prepare(params)
+        if (
+            prep[1] is not None and type(x) is np.ndarray and x.dtype == _F32 and x.ndim == 2
+            and x.shape[1] == prep[4] and 0 < x.shape[0] <= prep[6] and x.flags.c_contiguous
+        ):
+            y = np.empty((x.shape[0], prep[5]), _F32)
+            prep[7](x, prep[1], prep[2], prep[3], y)
+            return (y,)
+        a = x
+        for layer, w, c in zip(self._layers, params[0::2], params[1::2]):
+            a = layer._run(a, w)[0] if c is None else layer._run(a, w, c)[0]
+        return (a,)

@@ -4,7 +4,8 @@ Levels follow onnxruntime's names: ``ORT_DISABLE_ALL`` runs nothing; ``ORT_ENABL
 folds constants and static shapes and removes Identity, inference Dropout and dead nodes;
 ``ORT_ENABLE_EXTENDED`` and ``ORT_ENABLE_ALL`` add Conv+BatchNormalization folding,
 per-channel Mul/Add folding into a preceding BatchNormalization,
-MatMul+Add into Gemm, Transpose folding into Gemm and activation fusion. Passes never
+MatMul+Add into Gemm, Transpose folding into Gemm, activation fusion and chains of small
+dense layers into one node. Passes never
 change results beyond float rounding (tests/optim checks every conformance model).
 """
 
@@ -19,6 +20,7 @@ from ..functions import GraphNode
 from .bn_affine import fold_bn_affine
 from .constant_folding import fold_constants, fold_shapes
 from .conv_bn import fold_conv_bn
+from .dense_chain import fuse_dense_chain
 from .elimination import remove_dead_nodes, remove_identities
 from .fuse_activation import fuse_activations
 from .gemm import fuse_matmul_add
@@ -39,6 +41,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fold_transpose", fold_transpose),
     (EXTENDED, "fuse_matmul_add", fuse_matmul_add),
     (EXTENDED, "fuse_activations", fuse_activations),
+    (EXTENDED, "fuse_dense_chain", fuse_dense_chain),
 ]
 
 
