@@ -1106,3 +1106,30 @@ def test_compiled_bias_and_relu_pass_equals_the_numpy_passes():
         np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
         if act == "Relu":
             assert (y[~np.isnan(y)] >= 0).all()
+
+
+@pytest.mark.parametrize("path", ["bands", "im2col", "1x1", "depthwise", "float64"])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("activation", [None, "Relu", "LeakyRelu"])
+def test_conv_adds_a_fused_residual_before_the_activation(path, with_bias, activation, monkeypatch):
+    """conv(x, w, b, z): the residual of a fused Conv -> Sum -> activation is added after the
+    bias and before the activation, in the compiled epilogues (bands, depthwise planes, one
+    pass after a product) and on numpy's path, as the separate nodes compute it."""
+    rng = np.random.default_rng(len(path) + with_bias)
+    dtype = np.float64 if path == "float64" else np.float32
+    group, kernel = (6, (3, 3)) if path == "depthwise" else (1, (1, 1) if path == "1x1" else (3, 3))
+    x = rng.standard_normal((2, 6, 9, 9)).astype(dtype)
+    w = rng.standard_normal((6, 6 // group) + kernel).astype(dtype)
+    b = rng.standard_normal(6).astype(dtype) if with_bias else None
+    pads = [0, 0, 0, 0] if path == "1x1" else [1, 1, 1, 1]
+    monkeypatch.setattr(op_conv, "BAND_MIN_PIXELS", 1 if path == "bands" else 1 << 30)
+    plain = conv(x, w, b, group=group, pads=pads)
+    z = rng.standard_normal(plain.shape).astype(dtype)
+    params = (0.1,) if activation == "LeakyRelu" else ()
+    got = conv(x, w, b, z, group=group, pads=pads, activation=activation, activation_params=params)
+    want = apply_activation(plain + z, activation, params)
+    assert got.dtype == dtype and got.shape == plain.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    # a residual that broadcasts (Sum's numpy semantics)
+    small = rng.standard_normal((1, 6, 1, 1)).astype(dtype)
+    np.testing.assert_allclose(conv(x, w, b, small, group=group, pads=pads), plain + small, rtol=1e-6, atol=1e-6)

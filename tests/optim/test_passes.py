@@ -415,3 +415,46 @@ def test_dense_chain_stops_where_a_value_is_read_elsewhere_or_not_float32():
     assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedGemm", "DenseChain"]
     single = _mlp([8, 8], relus=[1])
     assert _ops(_sessions(single)[L.ORT_ENABLE_ALL]) == ["FusedGemm"]
+
+
+def _residual_model(kind, z_shape=(1, 8, 10, 10), second_conv=False, extra_reader=False):
+    """x -> Conv (3x3, or 1x1 8->8) -> Add/Sum with z (or a second conv's output) -> Relu."""
+    rng = np.random.default_rng(5)
+    inits = [("w", rng.standard_normal((8, 4, 3, 3)).astype(np.float32)), ("b", rng.standard_normal(8).astype(np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1])]
+    other = "z"
+    if second_conv:
+        inits.append(("w2", rng.standard_normal((8, 4, 1, 1)).astype(np.float32)))
+        nodes.append(helper.make_node("Conv", ["x", "w2"], ["c2"]))
+        other = "c2"
+    ins = ["c", other] if kind != "Sum-reversed" else [other, "c"]
+    nodes.append(helper.make_node("Add" if kind == "Add" else "Sum", ins, ["s"]))
+    nodes.append(helper.make_node("Relu", ["s"], ["y"]))
+    outputs = [("y", F, None)] + ([("c", F, None)] if extra_reader else [])
+    inputs = [("x", F, [1, 4, 10, 10])] + ([("z", F, list(z_shape))] if not second_conv else [])
+    return _model(nodes, inputs, outputs, inits)
+
+
+@pytest.mark.parametrize("kind", ["Add", "Sum", "Sum-reversed"])
+def test_conv_takes_the_residual_of_the_sum_after_it(kind):
+    rng = np.random.default_rng(6)
+    feeds = {"x": rng.standard_normal((1, 4, 10, 10)).astype(np.float32), "z": rng.standard_normal((1, 8, 10, 10)).astype(np.float32)}
+    s = _check_equal(_residual_model(kind), feeds)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedConv"]
+    step = s[L.ORT_ENABLE_ALL].engine.plan.steps[0]
+    assert step.op.atts_value["activation"] == "Relu" and len(step.op.onnx_node.input) == 4
+    assert "fuse_conv_residual" in s[L.ORT_ENABLE_ALL].engine.plan.applied_passes
+
+
+def test_conv_residual_variants():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 4, 10, 10)).astype(np.float32)
+    # two convolutions: the later one takes the other's output as its residual
+    s = _check_equal(_residual_model("Sum", second_conv=True), {"x": x})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Conv", "FusedConv"]
+    # a residual that broadcasts: numpy adds it
+    s = _check_equal(_residual_model("Add", z_shape=(1, 8, 1, 1)), {"x": x, "z": rng.standard_normal((1, 8, 1, 1)).astype(np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedConv"]
+    # the convolution's output is read elsewhere: not fused
+    s = _check_equal(_residual_model("Add", extra_reader=True), {"x": x, "z": rng.standard_normal((1, 8, 10, 10)).astype(np.float32)})
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["Conv", "FusedAdd"]

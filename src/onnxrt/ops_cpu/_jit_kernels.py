@@ -512,16 +512,27 @@ def _plane_out(yf, base, acc, out_h, out_w, pitch):
 
 
 @njit(**_INLINE)
-def _bias_relu(yf, base, n, bias, relu):
-    # yf[base:base + n] += bias, then max(., 0) when relu (NaN and -0 kept): add_rows_relu's
-    # formula on a piece of output still in cache
-    if relu:
+def _epilogue(yf, base, n, bias, b, relu, z):
+    """yf[base:base + n]: + bias[b] when ``bias`` is not empty, + z[base:base + n] (a residual
+    of y's layout) when ``z`` is not empty, then max(., 0) when relu (NaN and -0 kept): the
+    bias, a residual Sum and a Relu of the nodes a convolution was fused with, on a piece
+    of output still in cache, each addition rounded as the separate nodes round it."""
+    o = _U(base)
+    bv = bias[b] if bias.size else _ZERO
+    if z.size:
         for t in range(_U(n)):
-            v = yf[_U(base) + t] + bias
-            yf[_U(base) + t] = _ZERO if v < _ZERO else v
+            v = yf[o + t]
+            if bias.size:
+                v = v + bv
+            v = v + z[o + t]
+            yf[o + t] = (_ZERO if v < _ZERO else v) if relu else v
+    elif relu:
+        for t in range(_U(n)):
+            v = yf[o + t] + bv if bias.size else yf[o + t]
+            yf[o + t] = _ZERO if v < _ZERO else v
     else:
         for t in range(_U(n)):
-            yf[_U(base) + t] += bias
+            yf[o + t] += bv
 
 
 @njit(**_INLINE)
@@ -548,10 +559,10 @@ def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
 
 
 @njit(**_OPTS)
-def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu):
+def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
     """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
-    w: (C, KH, KW), all C-contiguous; ``first`` is the index of x[0] among all planes), plus
-    bias[(first + p) % C] when ``bias`` is not empty, then Relu when ``relu``.
+    w: (C, KH, KW), all C-contiguous; ``first`` is the index of x[0] among all planes), then
+    _epilogue's bias[(first + p) % C], residual z (flat, y's layout) and Relu.
 
     The zero padding is materialised, so an infinite weight meeting it gives NaN as the
     definition says. Taps accumulate in row-major kernel order, with fused multiply-adds."""
@@ -575,8 +586,8 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu):
                     for run in range(runs):
                         _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
         _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
-        if bias.size:
-            _bias_relu(yf, p * out_h * out_w, out_h * out_w, bias[c], relu)
+        if bias.size or z.size or relu:
+            _epilogue(yf, p * out_h * out_w, out_h * out_w, bias, c, relu, z)
 
 
 @njit(**_INLINE)
@@ -1027,14 +1038,14 @@ def _sgemm(typingctx, fn, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb,
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, bias, relu):
+def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, bias, relu, z):
     """A 2-D float32 convolution (one group) by bands of output rows: each band's im2col
     columns into ``col`` (this thread's scratch, small enough to stay in cache), then one
     single-threaded BLAS product into the band's slice of every output channel. Bands
     (image, rows) are taken from ``counter`` by every thread running this loop, so the
     threads share one convolution without the GIL and without a barrier between bands.
-    x: (N, C, H, W), w2: (M, C KH KW), y: (N, M, OH OW), all C-contiguous. A non-empty
-    ``bias`` (M,) is added to each band while it is in cache, then Relu when ``relu``."""
+    x: (N, C, H, W), w2: (M, C KH KW), y: (N, M, OH OW), all C-contiguous. Each band then
+    gets _epilogue's bias (M,), residual z (flat, y's layout) and Relu while it is in cache."""
     images, planes, height, width = x.shape
     m, depth = w2.shape
     xf, yf = x.reshape(-1), y.reshape(-1)
@@ -1051,9 +1062,9 @@ def conv2d_bands(x, w2, y, counter, band_rows, sgemm, col, out_h, out_w, kh, kw,
                      kh, kw, sh, sw, dh, dw, pt, pl)
         y0 = img * m * npix + r0 * out_w
         _sgemm(sgemm, 0, m, (r1 - r0) * out_w, depth, 1.0, w2, 0, depth, col, 0, (r1 - r0) * out_w, yf, y0, npix)
-        if bias.size:
+        if bias.size or z.size or relu:
             for ch in range(m):
-                _bias_relu(yf, y0 + ch * npix, (r1 - r0) * out_w, bias[ch], relu)
+                _epilogue(yf, y0 + ch * npix, (r1 - r0) * out_w, bias, ch, relu, z)
 
 
 # -- Attention: scores, softmax and the product with V, item by item without the GIL -----------
@@ -1268,22 +1279,15 @@ def rows_op(full, row, y, op, row_first):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def add_rows_relu(y, b, relu):
-    """In place on the rows of a 2-D float32 array: y[r] += b[r], then max(y, 0) when
-    ``relu`` (NaN and -0 kept, as np.clip keeps them): a convolution's bias and fused Relu
-    in one pass instead of two."""
+def epilogue_rows(y, bias, relu, z):
+    """In place on the rows of a 2-D float32 array (a convolution's output as (N M, pixels)):
+    _epilogue's bias (row r gets bias[r % M]; none when empty), residual z (flat, y's
+    layout; none when empty) and Relu, in one pass instead of up to three."""
     rows, cols = y.shape
     yf = y.reshape(-1)
+    m = max(bias.size, 1)
     for r in range(rows):
-        br = b[r]
-        base = _U(r * cols)
-        if relu:
-            for c in range(_U(cols)):
-                v = yf[base + c] + br
-                yf[base + c] = _ZERO if v < _ZERO else v
-        else:
-            for c in range(_U(cols)):
-                yf[base + c] += br
+        _epilogue(yf, r * cols, cols, bias, r % m, relu, z)
 
 
 @njit(nogil=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})

@@ -86,9 +86,10 @@ def conv_core(
     """The correlation ``Y[n, m, o] = sum_{c, k} W[m, c, k] * Xpad[n, g(m)*Cg + c, o*s + k*d]``.
 
     ``x`` and ``w`` share one floating dtype (the compute dtype); the result is a fresh
-    (N, M, *out_shape) array of that dtype. ``epilogue``, a list ``[bias (M,) float32,
-    relu]``, asks the compiled paths (depthwise, bands) to add the bias and apply Relu
-    while each piece of output is in cache; a path that did so clears the list. Three paths:
+    (N, M, *out_shape) array of that dtype. ``epilogue``, a list ``[bias (M,), relu,
+    residual]`` (float32; empty arrays for no bias or residual, the residual flat in the
+    output's layout), asks the compiled paths (depthwise, bands) to add them and apply
+    Relu while each piece of output is in cache; a path that did so clears the list. Three paths:
 
     * 1x1 kernels without padding: no im2col, one matrix product (strided input subsampled);
     * depthwise (one input channel per group): :func:`_depthwise`, per-plane columns and
@@ -204,12 +205,12 @@ def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, di
     w2 = np.ascontiguousarray(w).reshape(m_out, depth)
     y = np.empty((n_img, m_out, out_h * out_w), np.float32)
     counter = np.zeros(1, np.int64)
-    bias, relu = _take_epilogue(epilogue)
+    bias, relu, z = _take_epilogue(epilogue)
 
     def work(lo: int, hi: int) -> None:
         col = scratch("conv_band", (depth * rows * out_w,), np.float32)
         k.conv2d_bands(xc, w2, y, counter, rows, sgemm, col, out_h, out_w, *kernel, *strides, *dilations, *pads_begin,
-                       bias, relu)
+                       bias, relu, z)
 
     # one part per thread: each takes bands until the counter runs out (a late thread finds none);
     # BLAS runs single-threaded inside the loop
@@ -302,14 +303,14 @@ def _im2col_same(
 _JIT_PART_TAPS = 1 << 22
 
 
-def _take_epilogue(epilogue: list | None) -> tuple[np.ndarray, bool]:
-    """The bias (empty for none) and Relu flag of conv_core's ``epilogue``, which is cleared:
-    the caller then knows they were applied."""
+def _take_epilogue(epilogue: list | None) -> tuple[np.ndarray, bool, np.ndarray]:
+    """The bias, Relu flag and flat residual (empty arrays for none) of conv_core's
+    ``epilogue``, which is cleared: the caller then knows they were applied."""
     if not epilogue:
-        return _NO_BIAS, False
-    bias, relu = epilogue
+        return _NO_BIAS, False, _NO_BIAS
+    bias, relu, z = epilogue
     epilogue.clear()
-    return bias, relu
+    return bias, relu, z
 
 
 _NO_BIAS = np.empty(0, np.float32)
@@ -328,10 +329,11 @@ def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, di
     xs = np.ascontiguousarray(x).reshape((planes,) + x.shape[2:])
     wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
     y = np.empty((planes,) + tuple(out_shape), np.float32)
-    bias, relu = _take_epilogue(epilogue)
+    bias, relu, z = _take_epilogue(epilogue)
 
     def work(lo: int, hi: int) -> None:
-        k.depthwise_conv2d(xs[lo:hi], wk, y[lo:hi], lo, *strides, *dilations, *pads_begin, bias, relu)
+        zp = z[lo * y[0].size:hi * y[0].size] if z.size else z
+        k.depthwise_conv2d(xs[lo:hi], wk, y[lo:hi], lo, *strides, *dilations, *pads_begin, bias, relu, zp)
 
     _jit.split(planes, work, max(1, _JIT_PART_TAPS // (prod(out_shape) * w.shape[2] * w.shape[3])))
     return y.reshape((n_img, n_ch) + tuple(out_shape))
@@ -476,6 +478,7 @@ def conv(
     x: np.ndarray,
     w: np.ndarray,
     b: np.ndarray | None = None,
+    z: np.ndarray | None = None,
     *,
     auto_pad: str = "NOTSET",
     dilations: Sequence[int] | None = None,
@@ -494,6 +497,8 @@ def conv(
     ``activation`` fuses one of Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid
     (``activation_params``: alpha / min, max / alpha, beta), applied in place on the
     fresh output before the final cast, for a graph optimiser fusing Conv+activation.
+    ``z``, a residual the optimiser fused (Conv -> Sum/Add -> activation), is added after
+    the bias and before the activation, with Sum's broadcasting.
     """
     x = np.asarray(x)
     w = np.asarray(w)
@@ -504,25 +509,34 @@ def conv(
         b = np.asarray(b)
         if b.shape != (w.shape[0],):
             raise KernelError(f"B must have shape [{w.shape[0]}] (one value per output channel), got {list(b.shape)}.")
+    y_shape = (x.shape[0], w.shape[0]) + tuple(out_shape)
+    if z is not None:
+        z = np.asarray(z)
     epilogue = None
-    if b is not None and cdt == np.float32 and activation in (None, "Relu"):
-        epilogue = [np.ascontiguousarray(as_compute(b, cdt)), activation == "Relu"]
+    if cdt == np.float32 and activation in (None, "Relu") and (b is not None or z is not None):
+        zf = _NO_BIAS
+        if z is not None:
+            if z.shape != y_shape or z.dtype != np.float32:
+                zf = None  # a residual that broadcasts: added by numpy below
+            else:
+                zf = np.ascontiguousarray(z).reshape(-1)
+        if zf is not None:
+            bf = np.ascontiguousarray(as_compute(b, cdt)) if b is not None else _NO_BIAS
+            epilogue = [bf, activation == "Relu", zf]
     if x.shape[0] == 0 or w.shape[0] == 0 or 0 in out_shape:
-        y = np.zeros((x.shape[0], w.shape[0]) + out_shape, cdt)
+        y = np.zeros(y_shape, cdt)
     else:
         y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue)
-        if epilogue == []:  # the kernel added the bias and applied the Relu
+        if epilogue == []:  # the kernel added the bias and the residual and applied the Relu
+            return to_output(y, x.dtype)
+        if epilogue is not None and y.flags.c_contiguous and y.size >= 4096 and (k := _jit.kernels()) is not None:
+            # the bias, the residual and a fused Relu in one compiled pass
+            k.epilogue_rows(y.reshape(y.shape[0] * y.shape[1], -1), *epilogue)
             return to_output(y, x.dtype)
     if b is not None:
-        if (
-            cdt == np.float32 and activation in (None, "Relu") and y.flags.c_contiguous and y.size >= 4096
-            and (k := _jit.kernels()) is not None
-        ):
-            # the bias and a fused Relu in one compiled pass
-            rows = y.reshape(y.shape[0] * y.shape[1], -1)
-            k.add_rows_relu(rows, np.tile(as_compute(b, cdt), y.shape[0]), activation == "Relu")
-            return to_output(y, x.dtype)
         y += as_compute(b, cdt).reshape((-1,) + (1,) * nd)
+    if z is not None:
+        y = np.add(y, as_compute(z, cdt), out=y if z.shape == y.shape else None)
     apply_activation(y, activation, activation_params)
     return to_output(y, x.dtype)
 

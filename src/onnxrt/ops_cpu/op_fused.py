@@ -12,6 +12,7 @@ import operator
 import numpy as np
 from onnx import NodeProto
 
+from ..parallel import limit_threads
 from ..registry import lookup, register
 from ._conv_common import apply_activation
 from ._op import OpRun
@@ -64,16 +65,28 @@ class _Fused(OpRun):
 
 @register("FusedConv", versions=(1,), domain=FUSED_DOMAIN)
 class FusedConv(_Fused):
-    """Conv + activation: the conv kernel applies the activation itself, on its fresh output
-    before the final rounding (float16 outputs are rounded once)."""
+    """Conv + activation, and Conv + Sum/Add (+ activation) of a residual ``Z`` (a fourth
+    input): the conv kernel adds the residual and applies the activation itself, on its
+    fresh output before the final rounding (float16 outputs are rounded once). Activation
+    "" is none (a residual alone)."""
 
     base_op = "Conv"
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._inner._kw["activation"] = self._act
+        self._inner._kw["activation"] = self._act or None
         self._inner._kw["activation_params"] = self._params
-        self._run = self._inner._run  # type: ignore[method-assign]
+        if len(onnx_node.input) < 4 or not onnx_node.input[3]:
+            self._run = self._inner._run  # type: ignore[method-assign]
+
+    def _run(self, x, w, b=None, z=None, attributes=None, verbose=0, fLOG=None):
+        from .op_conv import conv
+
+        inner = self._inner
+        if inner._threads is None:
+            return (conv(x, w, b, z, **inner._kw),)
+        with limit_threads(inner._threads):
+            return (conv(x, w, b, z, **inner._kw),)
 
 
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)

@@ -4,8 +4,8 @@ Levels follow onnxruntime's names: ``ORT_DISABLE_ALL`` runs nothing; ``ORT_ENABL
 folds constants and static shapes and removes Identity, inference Dropout and dead nodes;
 ``ORT_ENABLE_EXTENDED`` and ``ORT_ENABLE_ALL`` add Conv+BatchNormalization folding,
 per-channel Mul/Add folding into a preceding BatchNormalization,
-MatMul+Add into Gemm, Transpose folding into Gemm, activation fusion and chains of small
-dense layers into one node. Passes never
+MatMul+Add into Gemm, Transpose folding into Gemm, activation fusion, chains of small
+dense layers into one node and residual additions into the convolution before them. Passes never
 change results beyond float rounding (tests/optim checks every conformance model).
 """
 
@@ -20,6 +20,7 @@ from ..functions import GraphNode
 from .bn_affine import fold_bn_affine
 from .constant_folding import fold_constants, fold_shapes
 from .conv_bn import fold_conv_bn
+from .conv_residual import fuse_conv_residual
 from .dense_chain import fuse_dense_chain
 from .elimination import remove_dead_nodes, remove_identities
 from .fuse_activation import fuse_activations
@@ -42,6 +43,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fuse_matmul_add", fuse_matmul_add),
     (EXTENDED, "fuse_activations", fuse_activations),
     (EXTENDED, "fuse_dense_chain", fuse_dense_chain),
+    (EXTENDED, "fuse_conv_residual", fuse_conv_residual),
 ]
 
 
