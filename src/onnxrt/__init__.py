@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from .errors import (
+import os as _os
+import sys as _sys
+
+# OpenBLAS's idle threads spin for about 0.1 s after each multi-threaded product (its
+# default THREAD_TIMEOUT of 2**28 cycles), which takes the second core from onnxrt's own
+# kernel threads for that long: a convolution by bands measured 2x slower right after a
+# large product. OpenBLAS reads the setting once, when numpy first loads it, so it only
+# applies when onnxrt is imported first (the command line does); a value the environment
+# already holds is kept.
+if "numpy" not in _sys.modules:
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from .errors import (  # noqa: E402
     AllocationError,
     GraphError,
     IndexOutOfRangeError,
