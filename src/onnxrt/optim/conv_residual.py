@@ -46,7 +46,11 @@ def fuse_conv_residual(g: Graph) -> bool:
             conv.outputs = list(add.outputs)
             g.nodes.remove(conv)
             g.nodes[g.nodes.index(add)] = conv
-            consumers, producers = g.consumers(), g.producers()
+            # the maps follow the rewrite: the Sum's outputs come from the conv, which reads z
+            for name in conv.outputs:
+                producers[name] = conv
+            z = conv.inputs[3]
+            consumers[z] = [conv if n is add else n for n in consumers.get(z, [])]
             changed = True
             break
     return changed
