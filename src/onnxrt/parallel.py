@@ -289,6 +289,11 @@ def blas_threads(n: int) -> Iterator[None]:
         _blas_exit(n)
 
 
+#: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.ops_cpu._jit_team), set when
+#: the team starts: large runs keep its workers awake (True: done, undo it with -1)
+RUN_HEAT: Callable[[int], bool] | None = None
+
+
 class RunScope:
     """What every run of the engine enters: ``limit_threads(threads)`` and the run's BLAS
     threads. A run whose model or feeds hold large tensors (``eager``) sets BLAS to one
@@ -304,13 +309,14 @@ class RunScope:
     rather than a generator-based manager because its cost counts on small graphs. Nested
     scopes (a run inside a kernel) defer to the outer one."""
 
-    __slots__ = ("blas", "eager", "outer", "previous", "threads")
+    __slots__ = ("blas", "eager", "heated", "outer", "previous", "threads")
 
     def __init__(self, threads: int | None, eager: bool = False):
         self.threads = threads
         self.eager = eager
         self.previous: int | None = None
         self.blas = 0
+        self.heated = False
         self.outer: RunScope | None = None
 
     def __enter__(self) -> RunScope:
@@ -324,12 +330,17 @@ class RunScope:
             if n:
                 self.blas = n
                 _blas_enter(n)
+            if self.eager and RUN_HEAT is not None and (self.threads is None or self.threads > 1):
+                self.heated = RUN_HEAT(1)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.threads is not None:
             _TLS.threads = self.previous
         _TLS.scope = self.outer
+        if self.heated:
+            self.heated = False
+            RUN_HEAT(-1)  # type: ignore[misc]
         if self.blas:
             n, self.blas = self.blas, 0
             _blas_exit(n)

@@ -141,3 +141,87 @@ def test_team_transposes_blocks_of_rows(spy):
         assert got.dtype == np.float32 and got.flags.c_contiguous
         np.testing.assert_array_equal(got, x.transpose(perm))
     assert [name for name, _ in spy] == ["transpose_part", "transpose_part"]
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_team_depthwise_and_grouped_pointwise_convolutions_equal_the_serial_paths(spy, monkeypatch, stride):
+    """Depthwise planes and the (image, group) products of a grouped 1x1 convolution split
+    over the team, each with its bias, residual and Relu: the same bits as the one-thread
+    loop and the batched product with its epilogue pass."""
+    from onnxrt.ops_cpu.op_conv import conv
+
+    rng = np.random.default_rng(20 + stride)
+    x = rng.standard_normal((2, 64, 30, 30)).astype(np.float32)
+    x[0, 5, 3, 3] = np.nan
+    cases = [  # (weights, kwargs): depthwise 3x3, then a 4-group 1x1
+        (rng.standard_normal((64, 1, 3, 3)).astype(np.float32), dict(group=64, pads=[1, 1, 1, 1], strides=[stride] * 2)),
+        (rng.standard_normal((64, 16, 1, 1)).astype(np.float32), dict(group=4, strides=[stride] * 2)),
+    ]
+    b = rng.standard_normal(64).astype(np.float32)
+    residuals = [rng.standard_normal(conv(x, w, **kw).shape).astype(np.float32) for w, kw in cases]
+    spy.clear()
+
+    def run_all() -> list[np.ndarray]:
+        out = []
+        for (w, kw), z in zip(cases, residuals):
+            for bias, res, act in ((None, None, None), (b, None, "Relu"), (b, z, "Relu"), (None, z, None)):
+                out.append(conv(x, w, bias, res, activation=act, **kw))
+        return out
+
+    got = run_all()
+    # a strided 1x1 reads a subsampled, non-contiguous input: it keeps the batched product
+    assert [name for name, _ in spy] == ["depthwise_part"] * 4 + (["pointwise_groups_part"] * 4 if stride == 1 else [])
+    monkeypatch.setattr(_jit, "team_split", lambda *a, **kw: False)
+    ref = run_all()
+    for g, r in zip(got, ref):
+        assert g.dtype == np.float32 and g.shape == r.shape
+        np.testing.assert_array_equal(g, r)
+    assert np.isnan(got[0][0, 5]).any() and (got[1][~np.isnan(got[1])] >= 0).all()
+
+
+def _wait_for(predicate, seconds: float = 2.0) -> bool:
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
+    """An eager run (large tensors) keeps the team's workers awake, yielding their core, from
+    its start to its end; nested scopes count once, one-thread and small runs not at all,
+    and a session's large run goes through it."""
+    x = _large(5)
+    fm.sigmoid(x)  # the team exists now
+    assert parallel.RUN_HEAT is team.heat
+    ctl = team._CTL
+    asleep = lambda: ctl[team._SLEEP] == 1  # noqa: E731
+    assert _wait_for(asleep)  # idle workers sleep after SPIN_US
+    with parallel.RunScope(None, eager=True):
+        assert ctl[team._HOT] == 1 and _wait_for(lambda: not asleep())  # woken at the start
+        with parallel.RunScope(None, eager=True):  # a run inside a kernel (a Loop's body)
+            assert ctl[team._HOT] == 1
+        import time
+
+        time.sleep(0.02)  # far longer than SPIN_US: still awake
+        assert not asleep()
+        np.testing.assert_array_equal(fm.sigmoid(x), _serial(fm.sigmoid, x))
+    assert ctl[team._HOT] == 0 and _wait_for(asleep)
+    for scope in (parallel.RunScope(1, eager=True), parallel.RunScope(None, eager=False)):
+        with scope:
+            assert ctl[team._HOT] == 0
+    calls = []
+    monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: calls.append(d) or True)
+    import onnxrt
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Sigmoid", ["X"], ["Y"])], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])])
+    sess = onnxrt.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    sess.run(None, {"X": x[:10]})
+    assert calls == []
+    (y,) = sess.run(None, {"X": x})
+    assert calls == [1, -1] and y.dtype == np.float32 and y.shape == x.shape

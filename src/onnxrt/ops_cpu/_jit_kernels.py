@@ -558,6 +558,33 @@ def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
         acc[q] = s
 
 
+@njit(**_INLINE)
+def _taps3x3_strided(acc, buf, out_h, out_w, pitch, sh, sw, dh, dw, wf, w0):
+    """acc[oh pitch + q] = the 9 taps of a 3x3 kernel at output (oh, q) with strides
+    (sh, sw), summed in registers in _taps3x3's order: one pass per output row instead of
+    nine strided passes of out_w elements (shufflenet's stride-2 layers: ~3x)."""
+    a, b, c = wf[w0], wf[w0 + 1], wf[w0 + 2]
+    d, e, f = wf[w0 + 3], wf[w0 + 4], wf[w0 + 5]
+    g, h, i = wf[w0 + 6], wf[w0 + 7], wf[w0 + 8]
+    c1, c2 = _U(dw), _U(2 * dw)
+    r1, r2 = _U(dh * pitch), _U(2 * dh * pitch)
+    for oh in range(out_h):
+        base = _U(oh * sh * pitch)
+        o = _U(oh * pitch)
+        for q in range(_U(out_w)):
+            p = base + _U(sw) * q
+            s = a * buf[p]
+            s = s + b * buf[p + c1]
+            s = s + c * buf[p + c2]
+            s = s + d * buf[p + r1]
+            s = s + e * buf[p + r1 + c1]
+            s = s + f * buf[p + r1 + c2]
+            s = s + g * buf[p + r2]
+            s = s + h * buf[p + r2 + c1]
+            s = s + i * buf[p + r2 + c2]
+            acc[o + q] = s
+
+
 @njit(**_OPTS)
 def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
     """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
@@ -578,6 +605,8 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
         _plane_into(xf, p * height * width, height, width, buf, pitch, rows, pt, pl)
         if kh == 3 and kw == 3 and runs == 1:
             _taps3x3(acc, buf, n, pitch, dh, dw, wf, _U(c * 9))
+        elif kh == 3 and kw == 3:
+            _taps3x3_strided(acc, buf, out_h, out_w, pitch, sh, sw, dh, dw, wf, _U(c * 9))
         else:
             acc[:] = _ZERO
             for i in range(kh):
@@ -1498,6 +1527,47 @@ def softmax_part(args, part):
     maxima = np.empty(hi - lo, np.float32)
     row_maxima(x, maxima)
     softmax_rows(x, maxima, y, a[4] != 0)
+
+
+def depthwise_part(args, part):
+    """Part ``part`` of depthwise_conv2d over float32 planes: args = (x address, w address,
+    y address, bias address, z address, planes, height, width, channels, kh, kw, out_h,
+    out_w, sh, sw, dh, dw, pt, pl, bias size, z size, relu, parts), blocks of whole planes."""
+    a = carray(_i64_at(args), 23)
+    planes, height, width, n_ch, kh, kw, out_h, out_w = a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]
+    parts = a[22]
+    lo, hi = planes * part // parts, planes * (part + 1) // parts
+    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
+    w = carray(_f32_at(a[1]), (n_ch, kh, kw))
+    y = carray(_f32_at(a[2]), (planes, out_h, out_w))
+    bias = carray(_f32_at(a[3]), a[19])
+    npix = out_h * out_w
+    z = carray(_f32_at(a[4]), a[20])[lo * npix:hi * npix] if a[20] else carray(_f32_at(a[4]), 0)
+    depthwise_conv2d(x, w, y[lo:hi], lo, a[13], a[14], a[15], a[16], a[17], a[18], bias, a[21] != 0, z)
+
+
+def pointwise_groups_part(args, part):
+    """Part ``part`` of a grouped 1x1 float32 convolution: for each (image, group) item of
+    the part, Y[n, g] (mg, P) = W[g] (mg, cg) X[n, g] (cg, P) by one single-threaded BLAS
+    call, then _epilogue's bias, residual and Relu on those rows while they are in cache.
+    args = (w address, x address, y address, bias address, z address, images, groups, mg,
+    cg, npix, sgemm address, bias size, z size, relu, parts); items split evenly."""
+    a = carray(_i64_at(args), 15)
+    images, groups, mg, cg, npix, parts = a[5], a[6], a[7], a[8], a[9], a[14]
+    items = images * groups
+    w = carray(_f32_at(a[0]), groups * mg * cg)
+    x = carray(_f32_at(a[1]), items * cg * npix)
+    y = carray(_f32_at(a[2]), items * mg * npix)
+    bias = carray(_f32_at(a[3]), a[11])
+    z = carray(_f32_at(a[4]), a[12])
+    relu = a[13] != 0
+    for item in range(items * part // parts, items * (part + 1) // parts):
+        g = item % groups
+        y0 = item * mg * npix
+        _sgemm(a[10], 0, mg, npix, cg, 1.0, w, g * mg * cg, cg, x, item * cg * npix, npix, y, y0, npix)
+        if bias.size or z.size or relu:
+            for ch in range(mg):
+                _epilogue(y, y0 + ch * npix, npix, bias, g * mg + ch, relu, z)
 
 
 _PARTS: dict = {}

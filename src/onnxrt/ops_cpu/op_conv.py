@@ -28,7 +28,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, parallel_for
+from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, blas_threads, parallel_for
 from . import _jit
 from ._op import OpRun
 
@@ -121,7 +121,11 @@ def conv_core(
             else:
                 y = matmul(w2, xs.reshape(n_img, n_ch, npix))
         else:
-            y = matmul(w.reshape(group, mg, cg), xs.reshape(n_img, group, cg, npix))
+            y = None
+            if dtype == np.float32 and xs.flags.c_contiguous:
+                y = _pointwise_groups_team(xs, w, n_img, group, mg, cg, npix, epilogue)
+            if y is None:
+                y = matmul(w.reshape(group, mg, cg), xs.reshape(n_img, group, cg, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
 
     if cg == 1 and group > 1:
@@ -216,6 +220,29 @@ def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, di
     # BLAS runs single-threaded inside the loop
     parallel_for(min(KERNEL_THREADS, bands), work, work_per_item=MIN_PARALLEL_WORK)
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+def _pointwise_groups_team(xs: np.ndarray, w: np.ndarray, n_img: int, group: int, mg: int, cg: int, npix: int,
+                           epilogue: list | None) -> np.ndarray | None:
+    """A grouped 1x1 float32 convolution with its (image, group) products shared by the
+    caller and the team of GIL-free threads (``pointwise_groups_part``: one single-threaded
+    BLAS call per item, each item's bias, residual and Relu while it is in cache), or None
+    when the team does not take it. The same BLAS calls as the batched product, so the same
+    bits; shufflenet's 4-group layers (4 items of 68x68x196) had them all on one thread."""
+    if (k := _jit.kernels()) is None or (sgemm := blas_sgemm_address()) is None:
+        return None
+    y = np.empty((n_img, group * mg, npix), np.float32)
+    wc = np.ascontiguousarray(w)
+    bias, relu, z = _take_epilogue(list(epilogue) if epilogue else None)
+    args = [wc.ctypes.data, xs.ctypes.data, y.ctypes.data, bias.ctypes.data, z.ctypes.data,
+            n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu)]
+    with blas_threads(1):
+        ran = _jit.team_split("pointwise_groups_part", args, n_img * group * mg * cg * npix, max_parts=n_img * group)
+    if not ran:
+        return None
+    if epilogue:
+        epilogue.clear()
+    return y
 
 
 def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, out_shape: tuple[int, ...]):
@@ -330,6 +357,10 @@ def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, di
     wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
     y = np.empty((planes,) + tuple(out_shape), np.float32)
     bias, relu, z = _take_epilogue(epilogue)
+    args = [xs.ctypes.data, wk.ctypes.data, y.ctypes.data, bias.ctypes.data, z.ctypes.data, planes, *x.shape[2:],
+            n_ch, *w.shape[2:], *out_shape, *strides, *dilations, *pads_begin, bias.size, z.size, int(relu)]
+    if _jit.team_split("depthwise_part", args, planes * prod(out_shape) * w.shape[2] * w.shape[3], max_parts=planes):
+        return y.reshape((n_img, n_ch) + tuple(out_shape))
 
     def work(lo: int, hi: int) -> None:
         zp = z[lo * y[0].size:hi * y[0].size] if z.size else z
