@@ -225,3 +225,35 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
     assert calls == []
     (y,) = sess.run(None, {"X": x})
     assert calls == [1, -1] and y.dtype == np.float32 and y.shape == x.shape
+
+
+def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy, monkeypatch):
+    """im2col planes (strided, dilated, padded), max and average pooling planes and the rows
+    of BatchNormalization's scale and shift (+ Relu) split over the team: the same bits as
+    the serial loops."""
+    from onnxrt.ops_cpu.op_batch_normalization import _apply
+    from onnxrt.ops_cpu.op_conv import conv
+    from onnxrt.ops_cpu.op_pool import pool
+
+    rng = np.random.default_rng(30)
+    x = rng.standard_normal((2, 48, 41, 37)).astype(np.float32)
+    x[1, 3, 4, 5] = np.nan
+    w = rng.standard_normal((16, 48, 3, 3)).astype(np.float32)
+    a, b = rng.standard_normal(48).astype(np.float32), rng.standard_normal(48).astype(np.float32)
+
+    def run_all() -> list[np.ndarray]:
+        return [
+            conv(x, w, pads=[1, 0, 2, 1], strides=[2, 1], dilations=[1, 2]),  # small: im2col, then BLAS
+            pool(x, "max", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+            pool(x, "avg", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
+            _apply(x, a, b, spatial=True),
+            _apply(x, a, b, spatial=True, relu=True),
+        ]
+
+    got = run_all()
+    assert [name for name, _ in spy] == ["im2col_part", "pool_part", "pool_part", "affine_part", "affine_part"]
+    monkeypatch.setattr(_jit, "team_split", lambda *a, **kw: False)
+    for g, r in zip(got, run_all()):
+        assert g.dtype == np.float32 and g.shape == r.shape
+        np.testing.assert_array_equal(g, r)
+    assert not np.isnan(got[1]).any() and np.isnan(got[2][1, 3]).any() and np.isnan(got[4][1, 3]).any() and (got[4][~np.isnan(got[4])] >= 0).all()

@@ -95,16 +95,16 @@ def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
     parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK, blas=False)
 
 
-def team_split(part: str, args: list[int], total: int, max_parts: int = 64) -> bool:
+def team_split(part: str, args: list[int], total: int, max_parts: int = 64, part_size: int = TEAM_PART) -> bool:
     """Run _jit_kernels' part function ``part`` on the team of GIL-free threads
     (:mod:`onnxrt.ops_cpu._jit_team`) with the int64 argument block ``args`` over
-    ``total`` work items, in parts of about TEAM_PART items (at most ``max_parts``) shared
+    ``total`` work items, in parts of about ``part_size`` items (at most ``max_parts``) shared
     by the caller and the team (the part count is appended to ``args``). False when
     nothing ran: one thread allowed, fewer than two parts, no team on this platform, or
     the team busy with another caller's job; the caller then uses :func:`split`. The
     arrays behind the addresses in ``args`` must outlive the call."""
     threads = parallel.current_threads()
-    parts = min(max_parts, total // TEAM_PART)
+    parts = min(max_parts, total // part_size)
     if threads < 2 or parts < 2:
         return False
     team = kernels(TEAM)

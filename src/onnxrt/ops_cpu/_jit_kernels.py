@@ -1570,6 +1570,42 @@ def pointwise_groups_part(args, part):
                 _epilogue(y, y0 + ch * npix, npix, bias, g * mg + ch, relu, z)
 
 
+def im2col_part(args, part):
+    """Part ``part`` of im2col2d over blocks of whole planes: args = (x address, column
+    address, planes, height, width, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, parts)."""
+    a = carray(_i64_at(args), 16)
+    planes, height, width, out_h, out_w, kh, kw, parts = a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[15]
+    lo, hi = planes * part // parts, planes * (part + 1) // parts
+    rows = kh * kw * out_h * out_w  # column elements per plane
+    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
+    col = carray(_f32_at(a[1]), planes * rows)[lo * rows:hi * rows]
+    im2col2d(x, col, out_h, out_w, kh, kw, a[9], a[10], a[11], a[12], a[13], a[14])
+
+
+def pool_part(args, part):
+    """Part ``part`` of pool2d over blocks of whole planes: args = (x address, y address,
+    scale address, planes, height, width, out_h, out_w, scale rows, scale columns, kh, kw,
+    sh, sw, dh, dw, pt, pl, is_max, parts)."""
+    a = carray(_i64_at(args), 20)
+    planes, height, width, out_h, out_w, parts = a[3], a[4], a[5], a[6], a[7], a[19]
+    lo, hi = planes * part // parts, planes * (part + 1) // parts
+    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
+    y = carray(_f32_at(a[1]), (planes, out_h, out_w))[lo:hi]
+    inv = carray(_f32_at(a[2]), (a[8], a[9]))
+    pool2d(x, y, a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18] != 0, inv)
+
+
+def affine_part(args, part):
+    """Part ``part`` of affine_rows over blocks of rows: args = (x address, a address,
+    b address, y address, rows, columns, relu, parts)."""
+    a = carray(_i64_at(args), 8)
+    rows, cols, parts = a[4], a[5], a[7]
+    lo, hi = rows * part // parts, rows * (part + 1) // parts
+    x = carray(_f32_at(a[0]), (rows, cols))[lo:hi]
+    y = carray(_f32_at(a[3]), (rows, cols))[lo:hi]
+    affine_rows(x, carray(_f32_at(a[1]), rows)[lo:hi], carray(_f32_at(a[2]), rows)[lo:hi], y, a[6] != 0)
+
+
 _PARTS: dict = {}
 
 

@@ -55,6 +55,8 @@ _SEQ, _NEXT, _DONE, _SLEEP, _FN, _ARGS, _PARTS, _HOT = 0, 8, 16, 24, 32, 33, 34,
 _CTL_WORDS = 48
 _SYS_FUTEX, _FUTEX_WAIT, _FUTEX_WAKE = 202, 128, 129  # x86-64 Linux; the PRIVATE variants
 _SYS_SCHED_YIELD = 24
+#: pauses (~20 ns each) a caller spins waiting for a worker's parts before it yields its core
+_WAIT_SPINS = 256
 
 
 def _word(context, builder, signature, args):
@@ -216,8 +218,15 @@ def team_run(ctl, fn, args, parts, syscall):
     _store(ctl, _SEQ, seq)
     _wake(ctl, syscall)
     _take_parts(ctl, seq)
+    # a worker that claimed the last parts may share this core (the scheduler moved it
+    # while BLAS's threads ran): after a short spin, yield so that it can finish them
+    spins = 0
     while _load(ctl, _DONE) < parts:
-        _pause()
+        if spins < _WAIT_SPINS:
+            _pause()
+            spins += 1
+        else:
+            _sched_yield(syscall)
 
 
 @njit(nogil=True, cache=True)

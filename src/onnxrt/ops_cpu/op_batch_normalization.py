@@ -13,6 +13,9 @@ from . import _jit
 from ._op import OpRun
 from .op_normalization import add_cols, add_rows
 
+#: elements per part when the compiled scale-and-shift goes to the team (~15 us each)
+AFFINE_TEAM_PART = 1 << 15
+
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -62,7 +65,10 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool, relu: boo
         def rows(lo: int, hi: int) -> None:
             k.affine_rows(x2[lo:hi], at[lo:hi], bt[lo:hi], y2[lo:hi], relu)
 
-        _jit.split(x2.shape[0], rows, max(1, fm.JIT_PART // spatial_size))
+        at, bt = np.ascontiguousarray(at), np.ascontiguousarray(bt)
+        args = [x2.ctypes.data, at.ctypes.data, bt.ctypes.data, y2.ctypes.data, *x2.shape, int(relu)]
+        if not _jit.team_split("affine_part", args, x2.size, max_parts=x2.shape[0], part_size=AFFINE_TEAM_PART):
+            _jit.split(x2.shape[0], rows, max(1, fm.JIT_PART // spatial_size))
         relu = False  # done
     elif spatial and spatial_size > 1:
         x2 = xc.reshape(n * x.shape[1], spatial_size)

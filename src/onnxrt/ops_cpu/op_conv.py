@@ -181,6 +181,9 @@ def conv_core(
 
 #: column-matrix elements per part when the compiled im2col splits its planes over the pool
 IM2COL_PART = 1 << 20
+#: column-matrix elements per part on the team (~15 us each; the team joins in microseconds
+#: during a run, see _jit_team's hot runs)
+IM2COL_TEAM_PART = 1 << 14
 
 
 #: output pixels per image from which a 2-D float32 convolution goes by bands of output
@@ -257,6 +260,11 @@ def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, o
     def fill(start: int, stop: int, col: np.ndarray) -> None:
         planes = np.ascontiguousarray(x[start:stop]).reshape((-1,) + x.shape[2:])
         flat = col.reshape(-1)
+        args = [planes.ctypes.data, flat.ctypes.data, planes.shape[0], *x.shape[2:], *out_shape, *kernel, *strides,
+                *dilations, *pads_begin]
+        if _jit.team_split("im2col_part", args, planes.shape[0] * kp * npix, max_parts=planes.shape[0],
+                           part_size=IM2COL_TEAM_PART):
+            return
 
         def block(lo: int, hi: int) -> None:
             k.im2col2d(planes[lo:hi], flat[lo * kp * npix:hi * kp * npix], out_shape[0], out_shape[1],

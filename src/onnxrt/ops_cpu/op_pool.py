@@ -29,6 +29,8 @@ POOL_MODES = ("max", "avg", "lp")
 #: window taps (outputs x kernel size) from which the compiled pooling loop splits its planes
 #: over the pool
 JIT_SPLIT_WORK = 1 << 22
+#: window taps per part when the compiled loop's planes go to the team (~10 us each)
+POOL_TEAM_PART = 1 << 16
 #: GlobalAveragePool sums planes of up to this many cells with one BLAS matrix-vector product
 GLOBAL_AVG_GEMV_CELLS = 1 << 12
 _F32 = np.dtype(np.float32)
@@ -475,7 +477,11 @@ def pool(
         def compiled(lo: int, hi: int) -> None:
             k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1], mode == "max", inv)
 
-        _jit.split(planes, compiled, max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel))))
+        args = [planes3.ctypes.data, y3.ctypes.data, inv.ctypes.data, planes, *in_shape, *out_shape, *inv.shape,
+                kh, kw, sh, sw, dh, dw, pb[0], pb[1], int(mode == "max")]
+        if not _jit.team_split("pool_part", args, planes * prod(out_shape) * prod(kernel), max_parts=planes,
+                               part_size=POOL_TEAM_PART):
+            _jit.split(planes, compiled, max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel))))
         y = y.reshape(full)
         return y if y.dtype == out_dtype else y.astype(out_dtype)
 
