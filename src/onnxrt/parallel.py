@@ -184,12 +184,18 @@ def parallel_for(
         _blas_enter(1)
     outer_loop = getattr(_TLS, "in_loop", False)
     _TLS.in_loop = True  # products in this thread's chunks must not boost BLAS's threads
+    scope = getattr(_TLS, "scope", None)
+    cold = scope.cold() if scope is not None and not outer_loop else None
+    if cold is not None:
+        cold.__enter__()
     try:
         for _ in range(workers - 1):
             ex.submit(job.run)
         job.run()
         job.wait()
     finally:
+        if cold is not None:
+            cold.__exit__()
         _TLS.in_loop = outer_loop
         if blas:
             _blas_exit(1)
@@ -289,6 +295,21 @@ def blas_threads(n: int) -> Iterator[None]:
         _blas_exit(n)
 
 
+class _Cold:
+    """The team's workers asleep while a pool loop or a threaded product runs in a hot run."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        RUN_HEAT(-COLD)  # type: ignore[misc]
+
+    def __exit__(self, *exc: object) -> None:
+        RUN_HEAT(COLD)  # type: ignore[misc]
+
+
+#: what a cold stretch subtracts from the team's HOT count (_jit_team.COLD)
+COLD = 1 << 20
+
 #: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.ops_cpu._jit_team), set when
 #: the team starts: large runs keep its workers awake (True: done, undo it with -1)
 RUN_HEAT: Callable[[int], bool] | None = None
@@ -333,6 +354,14 @@ class RunScope:
             if self.eager and RUN_HEAT is not None and (self.threads is None or self.threads > 1):
                 self.heated = RUN_HEAT(1)
         return self
+
+    def cold(self) -> _Cold | None:
+        """For a pool loop or a threaded BLAS product of this run: the team's workers sleep
+        for its duration (they would compete for the cores), when the run keeps them hot."""
+        top = self
+        while top.outer is not None:
+            top = top.outer
+        return _Cold() if top.heated else None
 
     def __exit__(self, *exc: object) -> None:
         if self.threads is not None:
@@ -396,11 +425,16 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     if single and not getattr(_TLS, "in_loop", False):
         n = min(KERNEL_THREADS, scope.threads or KERNEL_THREADS)
         if n > 1:
+            cold = scope.cold()
+            if cold is not None:
+                cold.__enter__()
             _blas_set(n)
             try:
                 return _plain(a, b, out)
             finally:
                 _blas_set(1)
+                if cold is not None:
+                    cold.__exit__()
     return _plain(a, b, out)
 
 

@@ -257,3 +257,33 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
         assert g.dtype == np.float32 and g.shape == r.shape
         np.testing.assert_array_equal(g, r)
     assert not np.isnan(got[1]).any() and np.isnan(got[2][1, 3]).any() and np.isnan(got[4][1, 3]).any() and (got[4][~np.isnan(got[4])] >= 0).all()
+
+
+def test_pool_loops_and_threaded_products_of_a_hot_run_put_the_workers_to_sleep(spy, monkeypatch):
+    """Inside a hot run, the kernel pool's loops and BLAS's threaded products have the cores
+    to themselves: the team's count drops below zero (workers sleep at once) for their
+    duration and comes back after, woken; nested loops and cold runs change nothing."""
+    fm.sigmoid(_large(6))  # the team exists
+    assert parallel.COLD == team.COLD
+    ctl = team._CTL
+    seen = []
+
+    def chunk(lo: int, hi: int) -> None:
+        seen.append(int(ctl[team._HOT]))
+        parallel.parallel_for(4, lambda a, b: seen.append(int(ctl[team._HOT])), work_per_item=parallel.MIN_PARALLEL_WORK)
+
+    with parallel.RunScope(None, eager=True):
+        assert ctl[team._HOT] == 1
+        parallel.parallel_for(4, chunk, work_per_item=parallel.MIN_PARALLEL_WORK)
+        assert ctl[team._HOT] == 1 and seen and all(v == 1 - parallel.COLD for v in seen)
+        deltas = []
+        real = parallel.RUN_HEAT
+        monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: deltas.append(d) or real(d))
+        a = np.random.default_rng(7).standard_normal((600, 600)).astype(np.float32)
+        np.testing.assert_allclose(parallel.matmul(a, a), a.astype(np.float64) @ a, rtol=1e-3, atol=1e-3)
+        assert deltas == [-parallel.COLD, parallel.COLD] and ctl[team._HOT] == 1
+    assert ctl[team._HOT] == 0
+    seen.clear()
+    with parallel.RunScope(None, eager=False):
+        parallel.parallel_for(4, chunk, work_per_item=parallel.MIN_PARALLEL_WORK)
+    assert seen and all(v == 0 for v in seen)

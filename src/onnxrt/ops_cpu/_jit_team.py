@@ -46,6 +46,11 @@ SPIN_US = 50.0
 # a BLAS or pool thread woken on their core runs at once, and a job finds them within a
 # microsecond. The run's end drops them back to SPIN_US and sleep. shufflenet with its
 # grouped and depthwise convolutions on the team: 10.1 -> 8.5 ms with the workers awake.
+# Other threads cannot count on sched_yield to get the core (a yielding thread is picked
+# again as often as not): while the run's pool loops and threaded BLAS products run, the
+# workers are "cold" (HOT < 0: they sleep at once) and woken again after (zfnet512, whose
+# convolutions are pool loops and whose dense layers threaded products: 44 -> 115 ms with
+# hot workers competing, back to 44 cold).
 
 _I64 = ir.IntType(64)
 
@@ -200,7 +205,8 @@ def _wake(ctl, syscall):
 
 @njit(nogil=True, cache=True)
 def team_heat(ctl, delta, syscall):
-    """HOT += delta (a run starts: +1, ends: -1); the first run wakes sleeping workers."""
+    """HOT += delta (a run starts: +1, ends: -1; a pool loop or a threaded product inside
+    it: -COLD, then +COLD); a rise wakes sleeping workers."""
     _add(ctl, _HOT, delta)
     if delta > 0:
         _wake(ctl, syscall)
@@ -242,11 +248,12 @@ def team_worker(ctl, spin_cycles, syscall):
             _take_parts(ctl, seq)
             since = _cycles()
             continue
-        if _load(ctl, _HOT) > 0:
+        hot = _load(ctl, _HOT)
+        if hot > 0:
             _sched_yield(syscall)
             since = _cycles()
             continue
-        if _cycles() - since > spin_cycles:
+        if hot < 0 or _cycles() - since > spin_cycles:
             _store(ctl, _SLEEP, 1)
             if _load(ctl, _SEQ) == last and _load(ctl, _HOT) <= 0:
                 _futex(syscall, _address(ctl, _SLEEP), _FUTEX_WAIT, 1)
@@ -273,6 +280,11 @@ _CTL = np.zeros(_CTL_WORDS, np.int64)
 #: one job at a time: a caller that finds the team busy runs its kernel another way
 _BUSY = threading.Lock()
 _STARTED: dict[str, int] = {}  # "pid" -> the process whose workers were started
+
+
+#: what a pool loop or a threaded product subtracts from HOT while it runs (any count of
+#: runs stays below it)
+COLD = 1 << 20
 
 
 def heat(delta: int) -> bool:
