@@ -149,7 +149,7 @@ def _chunked(
             jit(flat, oflat)
         elif not (
             team_kind is not None and n >= 2 * JIT_PART and flat.dtype == oflat.dtype == _F32
-            and _jit.team_split("elementwise_part", [team_kind, flat.ctypes.data, oflat.ctypes.data, n], n)
+            and _jit.team_split("elementwise_part", [team_kind, flat, oflat, n], n)
         ):
             _jit.split(n, lambda lo, hi: jit(flat[lo:hi], oflat[lo:hi]), JIT_PART)
         return out

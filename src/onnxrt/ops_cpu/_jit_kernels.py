@@ -1452,6 +1452,12 @@ def transpose_u32(src, dst, lo, hi):
                 df[base + j * m + i] = sf[base + i * n + j]
 
 
+@njit(nogil=True, cache=True)
+def address(a):
+    """The address of an array's data (ndarray.ctypes.data costs four times as much)."""
+    return a.ctypes.data
+
+
 def _pointer(dtype):
     @intrinsic
     def pointer(typingctx, address):

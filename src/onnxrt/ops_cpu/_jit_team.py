@@ -304,6 +304,11 @@ def _cycles_per_us() -> float:
     return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
 
 
+@njit(nogil=True, cache=True)
+def _address_of(a):
+    return a.ctypes.data  # 0.5 us; ndarray.ctypes.data costs 2
+
+
 @njit(cache=True)
 def _tsc():
     return _cycles()
@@ -344,7 +349,7 @@ def run(part, args: np.ndarray, parts: int, workers: int) -> bool:
     try:
         if _STARTED.get("pid") != os.getpid():
             _start(workers)
-        team_run(_CTL, part.address, args.ctypes.data, parts, _SYSCALL)
+        team_run(_CTL, part.address, _address_of(args), parts, _SYSCALL)
     finally:
         _BUSY.release()
     return True

@@ -66,7 +66,7 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool, relu: boo
             k.affine_rows(x2[lo:hi], at[lo:hi], bt[lo:hi], y2[lo:hi], relu)
 
         at, bt = np.ascontiguousarray(at), np.ascontiguousarray(bt)
-        args = [x2.ctypes.data, at.ctypes.data, bt.ctypes.data, y2.ctypes.data, *x2.shape, int(relu)]
+        args = [x2, at, bt, y2, *x2.shape, int(relu)]
         if not _jit.team_split("affine_part", args, x2.size, max_parts=x2.shape[0], part_size=AFFINE_TEAM_PART):
             _jit.split(x2.shape[0], rows, max(1, fm.JIT_PART // spatial_size))
         relu = False  # done

@@ -28,7 +28,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, blas_threads, parallel_for
+from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, _blas_enter, _blas_exit, blas_sgemm_address, parallel_for
 from . import _jit
 from ._op import OpRun
 
@@ -232,15 +232,16 @@ def _pointwise_groups_team(xs: np.ndarray, w: np.ndarray, n_img: int, group: int
     BLAS call per item, each item's bias, residual and Relu while it is in cache), or None
     when the team does not take it. The same BLAS calls as the batched product, so the same
     bits; shufflenet's 4-group layers (4 items of 68x68x196) had them all on one thread."""
-    if (k := _jit.kernels()) is None or (sgemm := blas_sgemm_address()) is None:
+    if n_img * group * mg * cg * npix < 2 * _jit.TEAM_PART or (sgemm := blas_sgemm_address()) is None:
         return None
     y = np.empty((n_img, group * mg, npix), np.float32)
-    wc = np.ascontiguousarray(w)
-    bias, relu, z = _take_epilogue(list(epilogue) if epilogue else None)
-    args = [wc.ctypes.data, xs.ctypes.data, y.ctypes.data, bias.ctypes.data, z.ctypes.data,
-            n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu)]
-    with blas_threads(1):
+    bias, relu, z = epilogue if epilogue else (_NO_BIAS, False, _NO_BIAS)
+    args = [np.ascontiguousarray(w), xs, y, bias, z, n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu)]
+    _blas_enter(1)  # each item one single-threaded BLAS call (already so inside a large run)
+    try:
         ran = _jit.team_split("pointwise_groups_part", args, n_img * group * mg * cg * npix, max_parts=n_img * group)
+    finally:
+        _blas_exit(1)
     if not ran:
         return None
     if epilogue:
@@ -260,7 +261,7 @@ def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, o
     def fill(start: int, stop: int, col: np.ndarray) -> None:
         planes = np.ascontiguousarray(x[start:stop]).reshape((-1,) + x.shape[2:])
         flat = col.reshape(-1)
-        args = [planes.ctypes.data, flat.ctypes.data, planes.shape[0], *x.shape[2:], *out_shape, *kernel, *strides,
+        args = [planes, flat, planes.shape[0], *x.shape[2:], *out_shape, *kernel, *strides,
                 *dilations, *pads_begin]
         if _jit.team_split("im2col_part", args, planes.shape[0] * kp * npix, max_parts=planes.shape[0],
                            part_size=IM2COL_TEAM_PART):
@@ -365,7 +366,7 @@ def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, di
     wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
     y = np.empty((planes,) + tuple(out_shape), np.float32)
     bias, relu, z = _take_epilogue(epilogue)
-    args = [xs.ctypes.data, wk.ctypes.data, y.ctypes.data, bias.ctypes.data, z.ctypes.data, planes, *x.shape[2:],
+    args = [xs, wk, y, bias, z, planes, *x.shape[2:],
             n_ch, *w.shape[2:], *out_shape, *strides, *dilations, *pads_begin, bias.size, z.size, int(relu)]
     if _jit.team_split("depthwise_part", args, planes * prod(out_shape) * w.shape[2] * w.shape[3], max_parts=planes):
         return y.reshape((n_img, n_ch) + tuple(out_shape))

@@ -477,7 +477,7 @@ def pool(
         def compiled(lo: int, hi: int) -> None:
             k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1], mode == "max", inv)
 
-        args = [planes3.ctypes.data, y3.ctypes.data, inv.ctypes.data, planes, *in_shape, *out_shape, *inv.shape,
+        args = [planes3, y3, inv, planes, *in_shape, *out_shape, *inv.shape,
                 kh, kw, sh, sw, dh, dw, pb[0], pb[1], int(mode == "max")]
         if not _jit.team_split("pool_part", args, planes * prod(out_shape) * prod(kernel), max_parts=planes,
                                part_size=POOL_TEAM_PART):

@@ -75,7 +75,7 @@ def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
     def block(lo: int, hi: int) -> None:
         k.softmax_rows(src[lo:hi], np.max(src[lo:hi], axis=1), out[lo:hi], log)
 
-    args = [src.ctypes.data, out.ctypes.data, rows, n, int(log)]
+    args = [src, out, rows, n, int(log)]
     if not (rows * n >= 1 << 19 and _jit.team_split("softmax_part", args, rows * n, max_parts=rows)):
         _jit.split(rows, block, max(1, (1 << 18) // n))
     return out.reshape(x.shape)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -20,7 +21,7 @@ _TILE_AREA = 1 << 18
 TRANSPOSE_PART = 1 << 18
 
 
-def _coalesce(shape: tuple[int, ...], perm: list[int]) -> tuple[list[int], list[int]]:
+def _coalesce(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[list[int], list[int]]:
     """The smallest equivalent problem: size-1 axes dropped, input axes that stay adjacent
     and in order in the output merged into one. ``(2,3,4,5), (0,2,3,1)`` -> ``(2,3,20), (0,2,1)``."""
     keep = [i for i in range(len(shape)) if shape[i] != 1]
@@ -48,6 +49,15 @@ def _check_perm(perm, rank: int) -> list[int]:
     return p
 
 
+@lru_cache(maxsize=1024)
+def _plan(shape: tuple[int, ...], perm: tuple[int, ...] | None):
+    """(checked perm, output shape, coalesced dims and perm) of a transpose, cached: the
+    Python of working them out cost as much as copying a 50K-element tensor."""
+    p = _check_perm(perm, len(shape))
+    dims, q = _coalesce(shape, tuple(p))
+    return p, tuple(shape[a] for a in p), dims, q
+
+
 def transpose(data: np.ndarray, perm=None) -> np.ndarray:
     """A C-contiguous copy of ``data`` with axes permuted (reversed when ``perm`` is None or empty).
 
@@ -58,12 +68,10 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
     by one cache line so that the strided reads spread over the cache.
     """
     data = np.asarray(data)
-    p = _check_perm(perm, data.ndim)
-    out_shape = tuple(data.shape[a] for a in p)
+    p, out_shape, dims, q = _plan(data.shape, None if perm is None else tuple(perm))
     if data.size < _SMALL:
         # ascontiguousarray would turn a 0-D input into a 1-element vector
         return np.array(data.transpose(p), order="C", copy=True)
-    dims, q = _coalesce(data.shape, p)
     n = len(dims)
     if q == list(range(n)):  # only size-1 axes move: the data keeps its order
         return np.array(data, copy=True, order="C").reshape(out_shape)
@@ -82,7 +90,7 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
         def compiled(lo: int, hi: int) -> None:
             k.transpose_u32(s3, o3, lo, hi)
 
-        args = [s3.ctypes.data, o3.ctypes.data, s3.shape[0], dims[-2], dims[-1]]
+        args = [s3, o3, s3.shape[0], dims[-2], dims[-1]]
         if not (s3.size >= 2 * TRANSPOSE_PART and _jit.team_split("transpose_part", args, s3.size, max_parts=blocks)):
             _jit.split(blocks, compiled, max(1, TRANSPOSE_PART // (8 * dims[-1])))
         return out.reshape(out_shape)
