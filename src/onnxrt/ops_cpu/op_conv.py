@@ -63,14 +63,36 @@ def conv_geometry(
     auto_pad: str = "NOTSET",
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """The checked shapes and window geometry every convolution starts with (Conv, ConvInteger,
-    QLinearConv, DeformConv): (kernel, strides, dilations, pads at the start, output spatial shape)."""
-    check_conv_shapes(x, w, group)
-    nd = x.ndim - 2
-    kernel = kernel_from(w.shape, kernel_shape)
+    QLinearConv, DeformConv): (kernel, strides, dilations, pads at the start, output spatial shape).
+    Cached by shapes and attributes: a model asks the same questions on every run, and the
+    answer cost ~10 us of Python per convolution."""
+    return _conv_geometry(
+        x.shape, w.shape, group, None if kernel_shape is None else tuple(kernel_shape),
+        None if strides is None else tuple(strides), None if dilations is None else tuple(dilations),
+        None if pads is None else tuple(pads), auto_pad,
+    )
+
+
+@lru_cache(maxsize=2048)
+def _conv_geometry(x_shape, w_shape, group, kernel_shape, strides, dilations, pads, auto_pad):
+    x, w = _Shape(x_shape), _Shape(w_shape)
+    check_conv_shapes(x, w, group)  # type: ignore[arg-type]
+    nd = len(x_shape) - 2
+    kernel = kernel_from(w_shape, kernel_shape)
     s = spatial_attr(strides, nd, 1, "strides")
     d = spatial_attr(dilations, nd, 1, "dilations")
-    pb, _, out_shape = window_geometry(x.shape[2:], kernel, s, d, pads, auto_pad)
+    pb, _, out_shape = window_geometry(x_shape[2:], kernel, s, d, pads, auto_pad)
     return kernel, s, d, tuple(pb), out_shape
+
+
+class _Shape:
+    """What check_conv_shapes reads of an array (its shape and rank), for the cached geometry."""
+
+    __slots__ = ("ndim", "shape")
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+        self.ndim = len(shape)
 
 
 def conv_core(
