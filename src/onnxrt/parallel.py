@@ -307,6 +307,10 @@ class _Cold:
         RUN_HEAT(COLD)  # type: ignore[misc]
 
 
+#: ``team_gemm(a, b, out)`` of onnxrt.ops_cpu._jit (set when it loads): a product inside a
+#: large run split by blocks of columns over the team, or None when it does not take it
+TEAM_GEMM: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
+
 #: what a cold stretch subtracts from the team's HOT count (_jit_team.COLD)
 COLD = 1 << 20
 
@@ -424,6 +428,8 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
             _blas_exit(1)
     if single and not getattr(_TLS, "in_loop", False):
         n = min(KERNEL_THREADS, scope.threads or KERNEL_THREADS)
+        if n > 1 and TEAM_GEMM is not None and (c := TEAM_GEMM(a, b, out)) is not None:
+            return c
         if n > 1:
             cold = scope.cold()
             if cold is not None:

@@ -97,12 +97,14 @@ def test_blas_threads_in_runs_large_products_boosted_medium_ones_single_pool_loo
 
     monkeypatch.setattr(parallel, "_plain", plain)
     n = 256
-    big = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [n, n]), ("B", TensorProto.FLOAT, [n, n])],
-                                 [("Y", TensorProto.FLOAT, [n, n])])
+    # float64: float32 products of a large run go to the team of compiled workers instead
+    # (test_team), one single-threaded BLAS call per block
+    big = make_single_node_model("MatMul", [("A", TensorProto.DOUBLE, [n, n]), ("B", TensorProto.DOUBLE, [n, n])],
+                                 [("Y", TensorProto.DOUBLE, [n, n])])
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    a, b = (rng.standard_normal((n, n)) for _ in range(2))
     (y,) = onnxrt.OnnxInference(big).run({"A": a, "B": b}, trace=probe).values()
-    np.testing.assert_allclose(y, a @ b, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(y, a @ b, rtol=1e-12, atol=1e-9)
     assert seen == [("MatMul", 1)]  # held at one thread for the run
     if parallel.KERNEL_THREADS > 1 and before > 1:
         assert products == [(n * n * n, min(before, parallel.KERNEL_THREADS))]  # boosted for the product
@@ -119,7 +121,7 @@ def test_blas_threads_in_runs_large_products_boosted_medium_ones_single_pool_loo
     seen.clear()
     small = make_single_node_model("MatMul", [("A", TensorProto.FLOAT, [1, 8]), ("B", TensorProto.FLOAT, [8, 8])],
                                    [("Y", TensorProto.FLOAT, [1, 8])])
-    onnxrt.OnnxInference(small).run({"A": a[:1, :8], "B": b[:8, :8]}, trace=probe)
+    onnxrt.OnnxInference(small).run({"A": a[:1, :8].astype(np.float32), "B": b[:8, :8].astype(np.float32)}, trace=probe)
     assert seen == [("MatMul", before)]
     # intra_op_num_threads=1: one thread throughout, products included
     so = onnxrt.SessionOptions()

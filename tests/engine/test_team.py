@@ -279,11 +279,39 @@ def test_pool_loops_and_threaded_products_of_a_hot_run_put_the_workers_to_sleep(
         deltas = []
         real = parallel.RUN_HEAT
         monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: deltas.append(d) or real(d))
-        a = np.random.default_rng(7).standard_normal((600, 600)).astype(np.float32)
-        np.testing.assert_allclose(parallel.matmul(a, a), a.astype(np.float64) @ a, rtol=1e-3, atol=1e-3)
+        a = np.random.default_rng(7).standard_normal((600, 600))  # float64: BLAS's own threads
+        np.testing.assert_allclose(parallel.matmul(a, a), a @ a, rtol=1e-12, atol=1e-9)
         assert deltas == [-parallel.COLD, parallel.COLD] and ctl[team._HOT] == 1
     assert ctl[team._HOT] == 0
     seen.clear()
     with parallel.RunScope(None, eager=False):
         parallel.parallel_for(4, chunk, work_per_item=parallel.MIN_PARALLEL_WORK)
     assert seen and all(v == 0 for v in seen)
+
+
+def test_products_of_a_large_run_split_over_the_team(spy):
+    """Inside a large run, float32 products from BLAS_THREADS_FROM multiply-adds are split by
+    blocks of rows (more rows than columns) or columns over the team, one single-threaded
+    BLAS call per block; strided rows and ``out`` are honoured, other dtypes and products
+    outside a run keep BLAS's own threads."""
+    rng = np.random.default_rng(40)
+    cases = [((300, 700), (700, 100)), ((64, 300), (300, 3000))]  # by rows, by columns
+    with parallel.RunScope(None, eager=True):
+        for sa, sb in cases:
+            a = rng.standard_normal(sa).astype(np.float32)
+            b = rng.standard_normal(sb).astype(np.float32)
+            want = a.astype(np.float64) @ b
+            got = parallel.matmul(a, b)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+        assert [name for name, _ in spy] == ["gemm_part", "gemm_part"] and all(p == 2 for _, p in spy)
+        wide = rng.standard_normal((64, 400)).astype(np.float32)
+        a = wide[:, :300]  # rows 400 floats apart
+        out = np.full((64, 3000), np.nan, np.float32)
+        assert parallel.matmul(a, b, out=out) is out
+        np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+        assert len(spy) == 3
+        parallel.matmul(a.astype(np.float64), b.astype(np.float64))
+        assert len(spy) == 3
+    parallel.matmul(a, b)
+    assert len(spy) == 3

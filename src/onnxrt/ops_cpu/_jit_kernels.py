@@ -1612,6 +1612,28 @@ def affine_part(args, part):
     affine_rows(x, carray(_f32_at(a[1]), rows)[lo:hi], carray(_f32_at(a[2]), rows)[lo:hi], y, a[6] != 0)
 
 
+def gemm_part(args, part):
+    """Part ``part`` of C = A B (float32, row-major, unit column strides): one
+    single-threaded BLAS call on a block of C's rows (``by_rows``) or columns, blocks of 16
+    shared evenly. args = (a address, b address, c address, m, k, n, lda, ldb, ldc, sgemm
+    address, by_rows, parts)."""
+    a = carray(_i64_at(args), 12)
+    m, kk, n, lda, ldb, ldc, by_rows, parts = a[3], a[4], a[5], a[6], a[7], a[8], a[10], a[11]
+    size = m if by_rows else n
+    blocks = (size + 15) // 16
+    i0 = min(size, blocks * part // parts * 16)
+    i1 = min(size, blocks * (part + 1) // parts * 16)
+    if i1 <= i0:
+        return
+    av = carray(_f32_at(a[0]), (m - 1) * lda + kk)
+    bv = carray(_f32_at(a[1]), (kk - 1) * ldb + n)
+    cv = carray(_f32_at(a[2]), (m - 1) * ldc + n)
+    if by_rows:
+        _sgemm(a[9], 0, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
+    else:
+        _sgemm(a[9], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
+
+
 _PARTS: dict = {}
 
 
