@@ -315,3 +315,23 @@ def test_products_of_a_large_run_split_over_the_team(spy):
         assert len(spy) == 3
     parallel.matmul(a, b)
     assert len(spy) == 3
+
+
+def test_team_convolution_bands_equal_the_pool_path(spy, monkeypatch):
+    """The bands of a large 2-D convolution taken from one counter by the team's threads,
+    each with its own block of column scratch and the epilogue: the pool's bits."""
+    from onnxrt.ops_cpu.op_conv import conv
+
+    rng = np.random.default_rng(50)
+    x = rng.standard_normal((2, 8, 120, 57)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    z = rng.standard_normal((2, 16, 60, 57)).astype(np.float32)
+    kw = dict(pads=[1, 1, 1, 1], strides=[2, 1])
+    got = [conv(x, w, **kw), conv(x, w, b, z, activation="Relu", **kw)]
+    assert [name for name, _ in spy] == ["bands_part", "bands_part"] and all(p == 2 for _, p in spy)
+    monkeypatch.setattr(_jit, "team_split", lambda *a, **k: False)
+    for g, r in zip(got, [conv(x, w, **kw), conv(x, w, b, z, activation="Relu", **kw)]):
+        assert g.dtype == np.float32 and g.shape == (2, 16, 60, 57)
+        np.testing.assert_array_equal(g, r)
+    assert (got[1] >= 0).all()

@@ -1634,6 +1634,26 @@ def gemm_part(args, part):
         _sgemm(a[9], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
 
 
+def bands_part(args, part):
+    """Part ``part`` of conv2d_bands: this thread takes bands from the shared counter until
+    none is left, building each band's columns in its own block of the scratch. args = (x
+    address, w2 address, y address, counter address, scratch address, bias address, z
+    address, images, channels, height, width, m, out_h, out_w, band rows, sgemm address,
+    kh, kw, sh, sw, dh, dw, pt, pl, bias size, z size, relu, parts)."""
+    a = carray(_i64_at(args), 28)
+    images, planes, height, width, m, out_h, out_w, rows = a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14]
+    kh, kw = a[16], a[17]
+    depth = planes * kh * kw
+    block = depth * rows * out_w
+    x = carray(_f32_at(a[0]), (images, planes, height, width))
+    w2 = carray(_f32_at(a[1]), (m, depth))
+    y = carray(_f32_at(a[2]), (images, m, out_h * out_w))
+    counter = carray(_i64_at(a[3]), 1)
+    col = carray(_f32_at(a[4]), block * a[27])[part * block:(part + 1) * block]
+    conv2d_bands(x, w2, y, counter, rows, a[15], col, out_h, out_w, kh, kw, a[18], a[19], a[20], a[21], a[22], a[23],
+                 carray(_f32_at(a[5]), a[24]), a[26] != 0, carray(_f32_at(a[6]), a[25]))
+
+
 _PARTS: dict = {}
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..errors import KernelError
+from .. import parallel
 from ..registry import register
 from ._conv_common import (
     apply_activation,
@@ -236,13 +237,25 @@ def _conv_bands(k, sgemm: int, x: np.ndarray, w: np.ndarray, kernel, strides, di
     counter = np.zeros(1, np.int64)
     bias, relu, z = _take_epilogue(epilogue)
 
+    # one part per thread: each takes bands until the counter runs out (a late thread finds
+    # none); BLAS runs single-threaded inside the loop. On the team when it takes the job
+    # (no GIL, no pool wake-up; inside a run its workers are awake), else on the pool.
+    threads = min(parallel.current_threads(), bands)
+    cols = scratch("conv_bands", (max(threads, 1) * depth * rows * out_w,), np.float32)
+    args = [xc, w2, y, counter, cols, bias, z, n_img, n_ch, *x.shape[2:], m_out, out_h, out_w, rows, sgemm,
+            *kernel, *strides, *dilations, *pads_begin, bias.size, z.size, int(relu)]
+    _blas_enter(1)
+    try:
+        if _jit.team_split("bands_part", args, threads, max_parts=threads, part_size=1):
+            return y.reshape((n_img, m_out) + tuple(out_shape))
+    finally:
+        _blas_exit(1)
+
     def work(lo: int, hi: int) -> None:
         col = scratch("conv_band", (depth * rows * out_w,), np.float32)
         k.conv2d_bands(xc, w2, y, counter, rows, sgemm, col, out_h, out_w, *kernel, *strides, *dilations, *pads_begin,
                        bias, relu, z)
 
-    # one part per thread: each takes bands until the counter runs out (a late thread finds none);
-    # BLAS runs single-threaded inside the loop
     parallel_for(min(KERNEL_THREADS, bands), work, work_per_item=MIN_PARALLEL_WORK)
     return y.reshape((n_img, m_out) + tuple(out_shape))
 
