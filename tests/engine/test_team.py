@@ -335,3 +335,27 @@ def test_team_convolution_bands_equal_the_pool_path(spy, monkeypatch):
         assert g.dtype == np.float32 and g.shape == (2, 16, 60, 57)
         np.testing.assert_array_equal(g, r)
     assert (got[1] >= 0).all()
+
+
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_team_products_of_a_convolution_apply_its_epilogue_by_blocks(spy, monkeypatch, kernel):
+    """A one-image convolution whose product is large enough for two threads (1x1, or 3x3 on
+    a map below the bands' size) runs it on the team with the bias, residual and Relu
+    applied to each block in cache: the values of the product then the epilogue pass."""
+    from onnxrt.ops_cpu.op_conv import conv
+
+    rng = np.random.default_rng(60 + kernel)
+    x = rng.standard_normal((1, 128, 40, 40)).astype(np.float32)
+    w = (rng.standard_normal((96, 128, kernel, kernel)) / kernel).astype(np.float32)
+    b = rng.standard_normal(96).astype(np.float32)
+    z = rng.standard_normal((1, 96, 40, 40)).astype(np.float32)
+    pads = [kernel // 2] * 4
+    got = [conv(x, w, b, z, pads=pads, activation="Relu"), conv(x, w, b, pads=pads), conv(x, w, pads=pads, activation="Relu")]
+    names = [name for name, _ in spy if name != "im2col_part"]
+    assert names == ["gemm_part"] * 3
+    monkeypatch.setattr(_jit, "team_split", lambda *a, **k: False)
+    want = [conv(x, w, b, z, pads=pads, activation="Relu"), conv(x, w, b, pads=pads), conv(x, w, pads=pads, activation="Relu")]
+    for g, r in zip(got, want):
+        assert g.dtype == np.float32 and g.shape == (1, 96, 40, 40)
+        np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-3)
+    assert (got[0] >= 0).all() and (got[1] < 0).any() and (got[2] >= 0).all()

@@ -122,12 +122,15 @@ GEMM_TEAM_PART = 1 << 21
 GEMM_TEAM_PARTS = 1
 
 
-def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
-    """``a @ b`` for 2-D float32 operands with unit column strides, by blocks of columns of
-    the result, each one single-threaded BLAS call, shared by the caller and the team (None
-    when the team does not take it). Inside a run the team's workers join in microseconds,
-    where OpenBLAS's own second thread, asleep between products, joined late: its
-    threaded products of 7M-115M multiply-adds ran 1.15-1.3x faster than one thread."""
+def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: list | None = None) -> np.ndarray | None:
+    """``a @ b`` for 2-D float32 operands with unit column strides, by blocks of rows (more
+    rows than columns) or columns of the result, each one single-threaded BLAS call, shared
+    by the caller and the team (None when the team does not take it). Inside a run the
+    team's workers join in microseconds, where OpenBLAS's own second thread, asleep between
+    products, joined late: its threaded products of 7M-115M multiply-adds ran 1.15-1.3x
+    faster than one thread. ``epilogue``, a convolution's ``[bias (rows,), relu, residual
+    (flat, the result's layout)]`` (empty arrays for none), is applied to each block while
+    it is in cache, and cleared when it was."""
     if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2 or 0 in a.shape or 0 in b.shape:
         return None
     if a.strides[1] != 4 or b.strides[1] != 4 or a.strides[0] % 4 or b.strides[0] % 4:
@@ -140,14 +143,25 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarra
     m, k = a.shape
     n = b.shape[1]
     c = np.empty((m, n), np.float32) if out is None else out
+    bias, relu, z = epilogue if epilogue else (_EMPTY, False, _EMPTY)
     # the operand a part repacks in full is the smaller one: split the longer side
     by_rows = m > n
-    args = [a, b, c, m, k, n, a.strides[0] // 4, b.strides[0] // 4, n, sgemm, int(by_rows)]
+    args = [a, b, c, m, k, n, a.strides[0] // 4, b.strides[0] // 4, n, sgemm, int(by_rows), bias, bias.size, z, z.size,
+            int(relu)]
     blocks = ((m if by_rows else n) + 15) // 16
     parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
-    if team_split("gemm_part", args, m * k * n, max_parts=parts, part_size=GEMM_TEAM_PART):
-        return c
-    return None
+    parallel._blas_enter(1)  # one thread per block (already so inside a large run)
+    try:
+        if not team_split("gemm_part", args, m * k * n, max_parts=parts, part_size=GEMM_TEAM_PART):
+            return None
+    finally:
+        parallel._blas_exit(1)
+    if epilogue:
+        epilogue.clear()
+    return c
+
+
+_EMPTY = np.empty(0, np.float32)
 
 
 parallel.TEAM_GEMM = team_gemm

@@ -1615,10 +1615,12 @@ def affine_part(args, part):
 def gemm_part(args, part):
     """Part ``part`` of C = A B (float32, row-major, unit column strides): one
     single-threaded BLAS call on a block of C's rows (``by_rows``) or columns, blocks of 16
-    shared evenly. args = (a address, b address, c address, m, k, n, lda, ldb, ldc, sgemm
-    address, by_rows, parts)."""
-    a = carray(_i64_at(args), 12)
-    m, kk, n, lda, ldb, ldc, by_rows, parts = a[3], a[4], a[5], a[6], a[7], a[8], a[10], a[11]
+    shared evenly, then _epilogue's bias (one per row), residual (C's layout) and Relu on
+    the block while it is in cache. args = (a address, b address, c address, m, k, n, lda,
+    ldb, ldc, sgemm address, by_rows, bias address, bias size, z address, z size, relu,
+    parts)."""
+    a = carray(_i64_at(args), 17)
+    m, kk, n, lda, ldb, ldc, by_rows, parts = a[3], a[4], a[5], a[6], a[7], a[8], a[10], a[16]
     size = m if by_rows else n
     blocks = (size + 15) // 16
     i0 = min(size, blocks * part // parts * 16)
@@ -1628,10 +1630,20 @@ def gemm_part(args, part):
     av = carray(_f32_at(a[0]), (m - 1) * lda + kk)
     bv = carray(_f32_at(a[1]), (kk - 1) * ldb + n)
     cv = carray(_f32_at(a[2]), (m - 1) * ldc + n)
+    bias = carray(_f32_at(a[11]), a[12])
+    z = carray(_f32_at(a[13]), a[14])
+    relu = a[15] != 0
+    post = bias.size or z.size or relu
     if by_rows:
         _sgemm(a[9], 0, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
+        if post:
+            for r in range(i0, i1):
+                _epilogue(cv, r * ldc, n, bias, r, relu, z)
     else:
         _sgemm(a[9], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
+        if post:
+            for r in range(m):
+                _epilogue(cv, r * ldc + i0, i1 - i0, bias, r, relu, z)
 
 
 def bands_part(args, part):

@@ -29,7 +29,7 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, _blas_enter, _blas_exit, blas_sgemm_address, parallel_for
+from ..parallel import BLAS_THREADS_FROM, KERNEL_THREADS, MIN_PARALLEL_WORK, _blas_enter, _blas_exit, blas_sgemm_address, parallel_for
 from . import _jit
 from ._op import OpRun
 
@@ -140,7 +140,7 @@ def conv_core(
         if group == 1:
             w2 = w.reshape(m_out, n_ch)
             if n_img == 1:
-                y = matmul(w2, xs.reshape(n_ch, npix))
+                y = _product_with_epilogue(w2, xs.reshape(n_ch, npix), epilogue)
             else:
                 y = matmul(w2, xs.reshape(n_img, n_ch, npix))
         else:
@@ -186,7 +186,7 @@ def conv_core(
         col = scratch("conv_col", (n_img, n_ch * kp, npix), dtype)
         fill(0, n_img, col)
         if group == 1:
-            y = matmul(w2, col[0] if n_img == 1 else col)
+            y = _product_with_epilogue(w2, col[0], epilogue) if n_img == 1 else matmul(w2, col)
         else:
             y = matmul(w2, col.reshape(n_img, group, cg * kp, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
@@ -200,6 +200,16 @@ def conv_core(
         else:
             matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None) -> np.ndarray:
+    """W (M, K) @ columns (K, P) of one image: a float32 product large enough for two threads
+    goes to the team by blocks with the bias, residual and Relu applied to each block in
+    cache (the epilogue list is then cleared), others through :func:`matmul`."""
+    work = w2.shape[0] * w2.shape[1] * cols.shape[1]
+    if w2.dtype == np.float32 and work >= BLAS_THREADS_FROM and (y := _jit.team_gemm(w2, cols, None, epilogue)) is not None:
+        return y
+    return matmul(w2, cols)
 
 
 #: column-matrix elements per part when the compiled im2col splits its planes over the pool
