@@ -236,6 +236,8 @@ class OnnxInference:
             value_info=_static_info(proto, options), overridable_initializers=self.overridable,
         )
         self._plain: Plan | None = None
+        #: jobs the team of compiled workers took in the last run (onnxrt.parallel.RunScope)
+        self.team_jobs = 0
         #: a model with a large constant holds BLAS at one thread for its runs (RunScope)
         self._eager_blas = any(
             isinstance(v, np.ndarray) and v.size >= EAGER_BLAS_SIZE for v in self.plan.initializers.values()
@@ -297,7 +299,7 @@ class OnnxInference:
         # user errors: onnxrt, like onnxruntime, computes them silently. Matrix products use
         # BLAS's own threads; other large kernels split over onnxrt's pool (onnxrt.parallel);
         # SessionOptions.intra_op_num_threads caps both
-        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds)):
+        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
@@ -306,7 +308,7 @@ class OnnxInference:
         feeds = self.validate_feeds(inputs)
         eager = self._eager_blas or _large_feed(feeds)
         if eager or self._threads is not None:
-            with np.errstate(all="ignore"), RunScope(self._threads, eager):
+            with np.errstate(all="ignore"), RunScope(self._threads, eager, self):
                 values = self.plan.run_dict(feeds)
         elif _FP_STATE is not None:  # a small run with default threads: its scope would change nothing
             token = _FP_STATE.set(_FP_IGNORE)

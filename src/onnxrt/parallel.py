@@ -311,6 +311,11 @@ class _Cold:
 #: large run split by blocks of columns over the team, or None when it does not take it
 TEAM_GEMM: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
 
+#: jobs the team of compiled workers has taken in this process (onnxrt.ops_cpu._jit.team_split)
+TEAM_JOBS = [0]
+#: team jobs a session's last run must have given for its next run to keep the workers awake
+HOT_RUN_JOBS = 4
+
 #: what a cold stretch subtracts from the team's HOT count (_jit_team.COLD)
 COLD = 1 << 20
 
@@ -334,11 +339,15 @@ class RunScope:
     rather than a generator-based manager because its cost counts on small graphs. Nested
     scopes (a run inside a kernel) defer to the outer one."""
 
-    __slots__ = ("blas", "eager", "heated", "outer", "previous", "threads")
+    __slots__ = ("blas", "eager", "heated", "jobs", "outer", "owner", "previous", "threads")
 
-    def __init__(self, threads: int | None, eager: bool = False):
+    def __init__(self, threads: int | None, eager: bool = False, owner: Any = None):
         self.threads = threads
         self.eager = eager
+        #: the session running (its ``team_jobs``, the team jobs of its last run, decides
+        #: whether this run keeps the team's workers awake)
+        self.owner = owner
+        self.jobs = 0
         self.previous: int | None = None
         self.blas = 0
         self.heated = False
@@ -355,8 +364,14 @@ class RunScope:
             if n:
                 self.blas = n
                 _blas_enter(n)
-            if self.eager and RUN_HEAT is not None and (self.threads is None or self.threads > 1):
-                self.heated = RUN_HEAT(1)
+            if self.owner is not None:
+                self.jobs = TEAM_JOBS[0]
+                # only a run whose previous one gave the team several jobs: a worker kept awake
+                # for a run of one kernel that does not use it only costs (a pool loop in it
+                # then wakes it twice: Cast and ReduceSum of 1M elements ran 1.5x slower)
+                if (self.eager and RUN_HEAT is not None and getattr(self.owner, "team_jobs", 0) >= HOT_RUN_JOBS
+                        and (self.threads is None or self.threads > 1)):
+                    self.heated = RUN_HEAT(1)
         return self
 
     def cold(self) -> _Cold | None:
@@ -374,6 +389,8 @@ class RunScope:
         if self.heated:
             self.heated = False
             RUN_HEAT(-1)  # type: ignore[misc]
+        if self.owner is not None and self.outer is None:
+            self.owner.team_jobs = TEAM_JOBS[0] - self.jobs
         if self.blas:
             n, self.blas = self.blas, 0
             _blas_exit(n)

@@ -190,19 +190,28 @@ def _wait_for(predicate, seconds: float = 2.0) -> bool:
     return predicate()
 
 
+class _Session:
+    """What RunScope reads and writes of a session: the team jobs of its last run."""
+
+    def __init__(self, team_jobs: int):
+        self.team_jobs = team_jobs
+
+
 def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
-    """An eager run (large tensors) keeps the team's workers awake, yielding their core, from
-    its start to its end; nested scopes count once, one-thread and small runs not at all,
-    and a session's large run goes through it."""
+    """An eager run (large tensors) of a session whose last run gave the team several jobs
+    keeps the team's workers awake, yielding their core, from its start to its end; nested
+    scopes count once; one-thread, small and team-less runs not at all; a session counts
+    the jobs of each run and its large runs go through it."""
     x = _large(5)
     fm.sigmoid(x)  # the team exists now
     assert parallel.RUN_HEAT is team.heat
     ctl = team._CTL
     asleep = lambda: ctl[team._SLEEP] == 1  # noqa: E731
     assert _wait_for(asleep)  # idle workers sleep after SPIN_US
-    with parallel.RunScope(None, eager=True):
+    owner = _Session(parallel.HOT_RUN_JOBS)
+    with parallel.RunScope(None, eager=True, owner=owner):
         assert ctl[team._HOT] == 1 and _wait_for(lambda: not asleep())  # woken at the start
-        with parallel.RunScope(None, eager=True):  # a run inside a kernel (a Loop's body)
+        with parallel.RunScope(None, eager=True, owner=owner):  # a run inside a kernel (a Loop's body)
             assert ctl[team._HOT] == 1
         import time
 
@@ -210,7 +219,10 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
         assert not asleep()
         np.testing.assert_array_equal(fm.sigmoid(x), _serial(fm.sigmoid, x))
     assert ctl[team._HOT] == 0 and _wait_for(asleep)
-    for scope in (parallel.RunScope(1, eager=True), parallel.RunScope(None, eager=False)):
+    assert owner.team_jobs == 1  # the sigmoid's
+    for scope in (parallel.RunScope(1, eager=True, owner=_Session(9)), parallel.RunScope(None, eager=False, owner=_Session(9)),
+                  parallel.RunScope(None, eager=True, owner=_Session(parallel.HOT_RUN_JOBS - 1)),
+                  parallel.RunScope(None, eager=True)):
         with scope:
             assert ctl[team._HOT] == 0
     calls = []
@@ -218,11 +230,15 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
     import onnxrt
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Sigmoid", ["X"], ["Y"])], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None])],
+    nodes = [helper.make_node("Sigmoid", ["X"], ["A"]), helper.make_node("Erf", ["A"], ["B"]),
+             helper.make_node("Sigmoid", ["B"], ["C"]), helper.make_node("Erf", ["C"], ["Y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None])],
                           [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])])
     sess = onnxrt.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
     sess.run(None, {"X": x[:10]})
-    assert calls == []
+    assert calls == [] and sess._engine.team_jobs == 0
+    sess.run(None, {"X": x})  # four team jobs: the next large run keeps the workers awake
+    assert calls == [] and sess._engine.team_jobs == 4
     (y,) = sess.run(None, {"X": x})
     assert calls == [1, -1] and y.dtype == np.float32 and y.shape == x.shape
 
@@ -272,7 +288,7 @@ def test_pool_loops_and_threaded_products_of_a_hot_run_put_the_workers_to_sleep(
         seen.append(int(ctl[team._HOT]))
         parallel.parallel_for(4, lambda a, b: seen.append(int(ctl[team._HOT])), work_per_item=parallel.MIN_PARALLEL_WORK)
 
-    with parallel.RunScope(None, eager=True):
+    with parallel.RunScope(None, eager=True, owner=_Session(parallel.HOT_RUN_JOBS)):
         assert ctl[team._HOT] == 1
         parallel.parallel_for(4, chunk, work_per_item=parallel.MIN_PARALLEL_WORK)
         assert ctl[team._HOT] == 1 and seen and all(v == 1 - parallel.COLD for v in seen)

@@ -113,7 +113,10 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
     k = kernels()
     # a compiled address() costs 0.5 us where ndarray.ctypes.data costs 2
     block = np.array([k.address(a) if type(a) is np.ndarray else a for a in args] + [parts], np.int64)
-    return team.run(kernels().part_function(part), block, parts, threads - 1)
+    if team.run(k.part_function(part), block, parts, threads - 1):
+        parallel.TEAM_JOBS[0] += 1
+        return True
+    return False
 
 
 #: multiply-adds per part of a product on the team (at least ~50 us of one core) and
