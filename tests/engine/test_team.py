@@ -39,6 +39,8 @@ def spy(monkeypatch):
 
     monkeypatch.setattr(team, "run", run)
     monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
+    # short jobs go to the team only when a worker is awake (a hot run): make them deterministic
+    monkeypatch.setattr(team, "awake", lambda: True)
     return calls
 
 
@@ -375,3 +377,22 @@ def test_team_products_of_a_convolution_apply_its_epilogue_by_blocks(spy, monkey
         assert g.dtype == np.float32 and g.shape == (1, 96, 40, 40)
         np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-3)
     assert (got[0] >= 0).all() and (got[1] < 0).any() and (got[2] >= 0).all()
+
+
+def test_short_jobs_go_only_to_awake_workers(spy, monkeypatch):
+    """A job below its kernel's cold size (here BatchNormalization's rows) waits for no
+    sleeping worker: it runs on the caller, with the same bits; awake workers take it."""
+    from onnxrt.ops_cpu.op_batch_normalization import _apply
+
+    rng = np.random.default_rng(70)
+    x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)  # 200K elements: 6 parts, below the cold size
+    a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    hot = _apply(x, a, b, spatial=True, relu=True)
+    assert [name for name, _ in spy] == ["affine_part"]
+    monkeypatch.setattr(team, "awake", lambda: False)
+    cold = _apply(x, a, b, spatial=True, relu=True)
+    assert len(spy) == 1 and cold.dtype == np.float32 and cold.shape == x.shape
+    np.testing.assert_array_equal(hot, cold)
+    big = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)  # above: sleeping workers are woken
+    _apply(big, a, b, spatial=True)
+    assert [name for name, _ in spy] == ["affine_part", "affine_part"]

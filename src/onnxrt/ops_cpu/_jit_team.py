@@ -287,6 +287,12 @@ _STARTED: dict[str, int] = {}  # "pid" -> the process whose workers were started
 COLD = 1 << 20
 
 
+def awake() -> bool:
+    """Whether the workers are awake (spinning after a job, or kept awake by a hot run):
+    a job given now starts on them within microseconds."""
+    return _STARTED.get("pid") == os.getpid() and _CTL[_SLEEP] == 0
+
+
 def heat(delta: int) -> bool:
     """A large run starts (+1: workers stay awake, yielding their core, until every such
     run has ended) or ends (-1, only after a +1 that returned True). False (nothing done)

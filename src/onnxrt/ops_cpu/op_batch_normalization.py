@@ -67,7 +67,8 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool, relu: boo
 
         at, bt = np.ascontiguousarray(at), np.ascontiguousarray(bt)
         args = [x2, at, bt, y2, *x2.shape, int(relu)]
-        if not _jit.team_split("affine_part", args, x2.size, max_parts=x2.shape[0], part_size=AFFINE_TEAM_PART):
+        if not _jit.team_split("affine_part", args, x2.size, max_parts=x2.shape[0], part_size=AFFINE_TEAM_PART,
+                               cold_total=2 * fm.JIT_PART):
             _jit.split(x2.shape[0], rows, max(1, fm.JIT_PART // spatial_size))
         relu = False  # done
     elif spatial and spatial_size > 1:

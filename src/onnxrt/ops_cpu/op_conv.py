@@ -212,6 +212,10 @@ def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | No
     return matmul(w2, cols)
 
 
+#: multiply-adds of a grouped 1x1 convolution from which its items go to sleeping team
+#: workers too (~100 us on one thread); below, only to awake ones (inside a hot run)
+POINTWISE_COLD_WORK = 1 << 23
+
 #: column-matrix elements per part when the compiled im2col splits its planes over the pool
 IM2COL_PART = 1 << 20
 #: column-matrix elements per part on the team (~15 us each; the team joins in microseconds
@@ -284,7 +288,8 @@ def _pointwise_groups_team(xs: np.ndarray, w: np.ndarray, n_img: int, group: int
     args = [np.ascontiguousarray(w), xs, y, bias, z, n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu)]
     _blas_enter(1)  # each item one single-threaded BLAS call (already so inside a large run)
     try:
-        ran = _jit.team_split("pointwise_groups_part", args, n_img * group * mg * cg * npix, max_parts=n_img * group)
+        ran = _jit.team_split("pointwise_groups_part", args, n_img * group * mg * cg * npix, max_parts=n_img * group,
+                              cold_total=POINTWISE_COLD_WORK)
     finally:
         _blas_exit(1)
     if not ran:
@@ -309,7 +314,7 @@ def _im2col_compiled(k, x: np.ndarray, kernel, strides, dilations, pads_begin, o
         args = [planes, flat, planes.shape[0], *x.shape[2:], *out_shape, *kernel, *strides,
                 *dilations, *pads_begin]
         if _jit.team_split("im2col_part", args, planes.shape[0] * kp * npix, max_parts=planes.shape[0],
-                           part_size=IM2COL_TEAM_PART):
+                           part_size=IM2COL_TEAM_PART, cold_total=2 * IM2COL_PART):
             return
 
         def block(lo: int, hi: int) -> None:
@@ -413,7 +418,8 @@ def _depthwise_compiled(k, x: np.ndarray, w: np.ndarray, pads_begin, strides, di
     bias, relu, z = _take_epilogue(epilogue)
     args = [xs, wk, y, bias, z, planes, *x.shape[2:],
             n_ch, *w.shape[2:], *out_shape, *strides, *dilations, *pads_begin, bias.size, z.size, int(relu)]
-    if _jit.team_split("depthwise_part", args, planes * prod(out_shape) * w.shape[2] * w.shape[3], max_parts=planes):
+    if _jit.team_split("depthwise_part", args, planes * prod(out_shape) * w.shape[2] * w.shape[3], max_parts=planes,
+                       cold_total=2 * _JIT_PART_TAPS):
         return y.reshape((n_img, n_ch) + tuple(out_shape))
 
     def work(lo: int, hi: int) -> None:

@@ -480,7 +480,7 @@ def pool(
         args = [planes3, y3, inv, planes, *in_shape, *out_shape, *inv.shape,
                 kh, kw, sh, sw, dh, dw, pb[0], pb[1], int(mode == "max")]
         if not _jit.team_split("pool_part", args, planes * prod(out_shape) * prod(kernel), max_parts=planes,
-                               part_size=POOL_TEAM_PART):
+                               part_size=POOL_TEAM_PART, cold_total=2 * JIT_SPLIT_WORK):
             _jit.split(planes, compiled, max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel))))
         y = y.reshape(full)
         return y if y.dtype == out_dtype else y.astype(out_dtype)
