@@ -311,9 +311,10 @@ class _Cold:
 #: large run split by blocks of columns over the team, or None when it does not take it
 TEAM_GEMM: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
 
-#: jobs the team of compiled workers has taken in this process (onnxrt.ops_cpu._jit.team_split)
+#: jobs offered to the team of compiled workers in this process (onnxrt.ops_cpu._jit.team_split;
+#: a short one runs on the caller when the workers sleep)
 TEAM_JOBS = [0]
-#: team jobs a session's last run must have given for its next run to keep the workers awake
+#: team jobs a session's last run must have offered for its next run to keep the workers awake
 HOT_RUN_JOBS = 4
 
 #: what a cold stretch subtracts from the team's HOT count (_jit_team.COLD)

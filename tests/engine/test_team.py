@@ -396,3 +396,29 @@ def test_short_jobs_go_only_to_awake_workers(spy, monkeypatch):
     big = rng.standard_normal((1, 64, 112, 112)).astype(np.float32)  # above: sleeping workers are woken
     _apply(big, a, b, spatial=True)
     assert [name for name, _ in spy] == ["affine_part", "affine_part"]
+
+
+def test_a_run_counts_the_short_jobs_it_offered_sleeping_workers(spy, monkeypatch):
+    """Short jobs that found the workers asleep still count for the session: its next large
+    run then keeps them awake (else a session that starts cold would stay cold)."""
+    import onnxrt
+    from onnx import TensorProto, helper, numpy_helper
+
+    monkeypatch.setattr(team, "awake", lambda: False)
+    rng = np.random.default_rng(80)
+    inits = [numpy_helper.from_array(rng.standard_normal(64).astype(np.float32) + (2 if n == "var" else 0), n)
+             for n in ("scale", "bias", "mean", "var")]
+    nodes = [helper.make_node("BatchNormalization", [f"h{i}", "scale", "bias", "mean", "var"], [f"h{i + 1}"]) for i in range(4)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, 64, 56, 56])],
+                          [helper.make_tensor_value_info("h4", TensorProto.FLOAT, None)], inits)
+    so = onnxrt.SessionOptions()
+    so.graph_optimization_level = onnxrt.GraphOptimizationLevel.ORT_DISABLE_ALL  # four nodes, four jobs
+    sess = onnxrt.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]).SerializeToString(), so)
+    calls = []
+    monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: calls.append(d) or True)
+    x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)
+    (y,) = sess.run(None, {"h0": x})
+    assert spy == [] and calls == [] and sess._engine.team_jobs == 4
+    assert y.dtype == np.float32 and y.shape == x.shape
+    sess.run(None, {"h0": x})
+    assert calls == [1, -1]

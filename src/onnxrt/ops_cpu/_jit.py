@@ -113,15 +113,17 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
     if threads < 2 or parts < 2:
         return False
     team = kernels(TEAM)
-    if team is None or not team.available() or (total < cold_total and not team.awake()):
+    if team is None or not team.available():
+        return False
+    # counted whether or not it runs on the team: a run that offered several jobs keeps the
+    # workers awake next time (RunScope), and short jobs then find them awake
+    parallel.TEAM_JOBS[0] += 1
+    if total < cold_total and not team.awake():
         return False
     k = kernels()
     # a compiled address() costs 0.5 us where ndarray.ctypes.data costs 2
     block = np.array([k.address(a) if type(a) is np.ndarray else a for a in args] + [parts], np.int64)
-    if team.run(k.part_function(part), block, parts, threads - 1):
-        parallel.TEAM_JOBS[0] += 1
-        return True
-    return False
+    return team.run(k.part_function(part), block, parts, threads - 1)
 
 
 #: multiply-adds per part of a product on the team (at least ~50 us of one core) and
