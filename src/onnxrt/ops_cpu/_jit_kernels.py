@@ -536,26 +536,30 @@ def _epilogue(yf, base, n, bias, b, relu, z):
 
 
 @njit(**_INLINE)
+def _nine_taps(buf, p, c1, c2, r1, r2, k):
+    # the 3x3 window at buf[p] (column steps c1, c2, row steps r1, r2) times the weights k,
+    # summed in row-major tap order from the first product (fused multiply-adds)
+    s = k[0] * buf[p]
+    s = s + k[1] * buf[p + c1]
+    s = s + k[2] * buf[p + c2]
+    s = s + k[3] * buf[p + r1]
+    s = s + k[4] * buf[p + r1 + c1]
+    s = s + k[5] * buf[p + r1 + c2]
+    s = s + k[6] * buf[p + r2]
+    s = s + k[7] * buf[p + r2 + c1]
+    return s + k[8] * buf[p + r2 + c2]
+
+
+@njit(**_INLINE)
 def _taps3x3(acc, buf, n, pitch, dh, dw, wf, w0):
     """acc[q] = the 9 taps of a 3x3 kernel (weights wf[w0:w0 + 9]) at unit strides, summed
     in registers in row-major tap order with fused multiply-adds (the rounding of
     _tap_add's passes from zero): one store per output instead of one per tap."""
-    a, b, c = wf[w0], wf[w0 + 1], wf[w0 + 2]
-    d, e, f = wf[w0 + 3], wf[w0 + 4], wf[w0 + 5]
-    g, h, i = wf[w0 + 6], wf[w0 + 7], wf[w0 + 8]
+    k = (wf[w0], wf[w0 + 1], wf[w0 + 2], wf[w0 + 3], wf[w0 + 4], wf[w0 + 5], wf[w0 + 6], wf[w0 + 7], wf[w0 + 8])
     c1, c2 = _U(dw), _U(2 * dw)
     r1, r2 = _U(dh * pitch), _U(2 * dh * pitch)
     for q in range(_U(n)):
-        s = a * buf[q]
-        s = s + b * buf[q + c1]
-        s = s + c * buf[q + c2]
-        s = s + d * buf[q + r1]
-        s = s + e * buf[q + r1 + c1]
-        s = s + f * buf[q + r1 + c2]
-        s = s + g * buf[q + r2]
-        s = s + h * buf[q + r2 + c1]
-        s = s + i * buf[q + r2 + c2]
-        acc[q] = s
+        acc[q] = _nine_taps(buf, q, c1, c2, r1, r2, k)
 
 
 @njit(**_INLINE)
@@ -563,26 +567,14 @@ def _taps3x3_strided(acc, buf, out_h, out_w, pitch, sh, sw, dh, dw, wf, w0):
     """acc[oh pitch + q] = the 9 taps of a 3x3 kernel at output (oh, q) with strides
     (sh, sw), summed in registers in _taps3x3's order: one pass per output row instead of
     nine strided passes of out_w elements (shufflenet's stride-2 layers: ~3x)."""
-    a, b, c = wf[w0], wf[w0 + 1], wf[w0 + 2]
-    d, e, f = wf[w0 + 3], wf[w0 + 4], wf[w0 + 5]
-    g, h, i = wf[w0 + 6], wf[w0 + 7], wf[w0 + 8]
+    k = (wf[w0], wf[w0 + 1], wf[w0 + 2], wf[w0 + 3], wf[w0 + 4], wf[w0 + 5], wf[w0 + 6], wf[w0 + 7], wf[w0 + 8])
     c1, c2 = _U(dw), _U(2 * dw)
     r1, r2 = _U(dh * pitch), _U(2 * dh * pitch)
     for oh in range(out_h):
         base = _U(oh * sh * pitch)
         o = _U(oh * pitch)
         for q in range(_U(out_w)):
-            p = base + _U(sw) * q
-            s = a * buf[p]
-            s = s + b * buf[p + c1]
-            s = s + c * buf[p + c2]
-            s = s + d * buf[p + r1]
-            s = s + e * buf[p + r1 + c1]
-            s = s + f * buf[p + r1 + c2]
-            s = s + g * buf[p + r2]
-            s = s + h * buf[p + r2 + c1]
-            s = s + i * buf[p + r2 + c2]
-            acc[o + q] = s
+            acc[o + q] = _nine_taps(buf, base + _U(sw) * q, c1, c2, r1, r2, k)
 
 
 @njit(**_OPTS)
