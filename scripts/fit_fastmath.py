@@ -58,6 +58,8 @@ def fits() -> dict[str, np.ndarray]:
     # erf, 1 < |x| <= 3.925: erf = 1 - exp(P(|x| - 1)), P ~ log(erfc); weight erfc (error of erf, absolute)
     x = np.linspace(ERF_SPLIT, ERF_CLIP, 6000)
     out["ERF_LARGE"] = minimax(x - ERF_SPLIT, np.log(sp.erfc(x)), sp.erfc(x) / sp.erfc(ERF_SPLIT), 5)
+    # the same in base 2 for the compiled loop (erf = 1 - 2**P2, no Cody-Waite step before the power)
+    out["ERF_LARGE2"] = minimax(x - ERF_SPLIT, np.log2(sp.erfc(x)), sp.erfc(x) / sp.erfc(ERF_SPLIT), 5)
     # Gelu for |x| <= 1: x (0.5 + x q(x^2)), error relative to gelu (x h(|x|) for x < 0, the harder side)
     a = np.linspace(1e-4, GELU_SPLIT, 4000)
     h = 0.5 * sp.erfc(a / math.sqrt(2.0))
@@ -71,6 +73,13 @@ def fits() -> dict[str, np.ndarray]:
     r = np.linspace(-EXPM1_R, EXPM1_R, 6001)
     r = r[r != 0]
     out["EXPM1"] = minimax(r, (np.expm1(r) / r - 1.0) / r, r * r / np.abs(np.expm1(r)), 5)
+    # exp(r) = 1 + r (1 + r Q(r)), error relative to exp: one degree fewer than expm1 needs
+    out["EXP"] = minimax(r, (np.expm1(r) / r - 1.0) / r, r * r / np.exp(r), 4)
+    # 2**f = 1 + f E(f) on |f| <= 1/2, error relative to 2**f (the compiled erf's large branch,
+    # where erfc <= 0.16 scales it down: degree 5 keeps erf within 1 ulp)
+    f = np.linspace(-0.5, 0.5, 6001)
+    f = f[f != 0]
+    out["EXP2"] = minimax(f, np.expm1(f * math.log(2.0)) / f, f / np.exp2(f), 4)
     # log1p(t) = t - w (t - w^2 S(w^2)), w = t / (2 + t): S(w2) = (2 atanh(w) - 2 w) / w^3
     w = np.linspace(1e-4, LOG1P_W, 6000)
     t = 2.0 * w / (1.0 - w)

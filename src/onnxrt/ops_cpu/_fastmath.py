@@ -74,6 +74,9 @@ ERF_SMALL = _coefs(0.12837916612625122, -0.3761261999607086, 0.11283549666404724
 #: erf(x) = 1 - exp(P(x - 1)) for 1 < x <= 3.925 (P approximates log erfc)
 ERF_LARGE = _coefs(-1.8496055603027344, -2.6389567852020264, -0.8432433009147644, -0.04097849130630493,
                    0.008971698582172394, -0.0011288460809737444)
+#: the compiled loop's form of the same: erf(x) = 1 - 2**P2(x - 1), P2 approximating log2 erfc
+ERF_LARGE2 = _coefs(-2.668416738510132, -3.8072149753570557, -1.216494083404541, -0.05926795303821564,
+                    0.013120067305862904, -0.0016987057169899344)
 ERF_SPLIT = _f32(1.0)
 ERF_CLIP = _f32(3.925)  # erf(x) rounds to 1.0f from x = 3.9192 on
 #: Gelu(x) = x (0.5 + x q(x^2)) for |x| <= 1
@@ -88,6 +91,13 @@ GELU_CLIP = _f32(3.925 * math.sqrt(2.0))
 #: expm1(r) = r (1 + r Q(r)) for |r| <= ln(2) / 2
 EXPM1 = _coefs(0.5, 0.1666666716337204, 0.041666291654109955, 0.008333285339176655, 0.0013946428662166,
                0.00019911275012418628)
+#: exp(r) = 1 + r (1 + r Q(r)) for |r| <= ln(2) / 2: the compiled loops' exp (one degree below
+#: EXPM1, which must stay accurate relative to expm1 near 0; as accurate relative to exp)
+EXP = _coefs(0.4999997317790985, 0.166664719581604, 0.041671544313430786, 0.008373528718948364,
+             0.0013693602522835135)
+#: 2**f = 1 + f E(f) for |f| <= 1/2 (the compiled erf, whose erfc <= 0.16 scales this error down)
+EXP2 = _coefs(0.6931469440460205, 0.24022246897220612, 0.05550765618681908, 0.009671349078416824,
+              0.0013253967044875026)
 #: log1p(t) = t - w (t - w^2 S(w^2)) with w = t / (2 + t), for 0 <= t <= 1
 LOG1P = _coefs(0.6666659712791443, 0.4001264274120331, 0.2812122702598572, 0.27532315254211426)
 
