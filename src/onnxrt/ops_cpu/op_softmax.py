@@ -66,14 +66,16 @@ def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
     """The numba loop over the rows of a float32 input along its last axis: exp(x - max)
     by _jit_kernels' exp (about 1 ulp, numpy's is 2; results below 1.2e-38 flush to 0, as
     onnxruntime's do), its sum, then the scaling (or the subtraction of the log), each row
-    while it is in cache. The maxima come from numpy. Blocks of rows go to the kernel pool."""
+    while it is in cache, after a compiled pass for the row maxima. Blocks of rows go to the kernel pool."""
     n = x.shape[-1]
     src = np.ascontiguousarray(x).reshape(-1, n)
     out = np.empty(src.shape, dtype=np.float32)
     rows = src.shape[0]
 
     def block(lo: int, hi: int) -> None:
-        k.softmax_rows(src[lo:hi], np.max(src[lo:hi], axis=1), out[lo:hi], log)
+        maxima = np.empty(hi - lo, np.float32)
+        k.row_maxima(src[lo:hi], maxima)  # as the team's parts do (numpy's max: 1.5x longer)
+        k.softmax_rows(src[lo:hi], maxima, out[lo:hi], log)
 
     args = [src, out, rows, n, int(log)]
     if not (rows * n >= 1 << 19 and _jit.team_split("softmax_part", args, rows * n, max_parts=rows)):
