@@ -53,6 +53,21 @@ def _readonly(arr: Any) -> Any:
     return arr
 
 
+def _frozen(arr: Any) -> Any:
+    """A fresh array the engine made (an initializer's value, perhaps a reshaped view of
+    another fresh one) made read-only itself, its bases too, not through a view: kernels may
+    then cache what they derive from it (Winograd's transformed weights) for as long as it
+    lives, since nothing can write it any more."""
+    chain = []
+    base = arr
+    while isinstance(base, np.ndarray):
+        chain.append(base)
+        base = base.base
+    for a in reversed(chain):  # a view's flag can only be cleared after its base's
+        a.flags.writeable = False
+    return arr
+
+
 def _fast_step(st: Step) -> tuple[Any, ...]:
     """The tuple the hot loop unpacks: (fn, getter of 2+ inputs, single input slot,
     single output slot, output slots, slots to free, context)."""
@@ -112,11 +127,11 @@ class Plan:
         # --- constants -------------------------------------------------------------
         self.initializers: dict[str, Any] = {}
         for init in graph.initializer:
-            self.initializers[init.name] = _readonly(initializer_array(init, base_dir))
+            self.initializers[init.name] = _frozen(initializer_array(init, base_dir))
         for sp in graph.sparse_initializer:
             from .ops_cpu._op import _sparse_to_dense
 
-            self.initializers[sp.values.name] = _readonly(_sparse_to_dense(sp))
+            self.initializers[sp.values.name] = _frozen(_sparse_to_dense(sp))
         self.input_names = [i.name for i in graph.input]
         self.output_names = [o.name for o in graph.output]
         seen: set[str] = set()

@@ -422,3 +422,24 @@ def test_a_run_counts_the_short_jobs_it_offered_sleeping_workers(spy, monkeypatc
     assert y.dtype == np.float32 and y.shape == x.shape
     sess.run(None, {"h0": x})
     assert calls == [1, -1]
+
+
+def test_team_winograd_equals_the_serial_stages(spy):
+    """A Winograd convolution's three stages on the team (input channels, the 16 products,
+    output channels) give the caller-alone result bit for bit, epilogue included."""
+    from onnxrt.ops_cpu import op_conv
+
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((2, 64, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((96, 64, 3, 3)).astype(np.float32)
+    w.flags.writeable = False
+    b = rng.standard_normal(96).astype(np.float32)
+    z = rng.standard_normal((2, 96, 28, 28)).astype(np.float32)
+    got = op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu")
+    names = [name for name, _ in spy]
+    assert names == ["wino_input_part", "wino_gemm_part", "wino_output_part"] * 2
+    ref = _serial(lambda: op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu"))
+    assert len(spy) == 6
+    assert got.dtype == np.float32 and got.shape == (2, 96, 28, 28)
+    np.testing.assert_array_equal(got, ref)
+    assert (got > 0).any() and (got == 0).any()

@@ -1133,3 +1133,129 @@ def test_conv_adds_a_fused_residual_before_the_activation(path, with_bias, activ
     # a residual that broadcasts (Sum's numpy semantics)
     small = rng.standard_normal((1, 6, 1, 1)).astype(dtype)
     np.testing.assert_allclose(conv(x, w, b, small, group=group, pads=pads), plain + small, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3)
+# ---------------------------------------------------------------------------------------
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+def _winograd_calls(monkeypatch) -> list:
+    calls = []
+    real = op_conv._conv_winograd
+
+    def spy(*args, **kw):
+        calls.append(args[0].shape)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(op_conv, "_conv_winograd", spy)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "n_img, c, m, hw, pads",
+    [
+        (1, 32, 40, (14, 14), [1, 1, 1, 1]),
+        (2, 48, 16, (16, 10), [1, 1, 1, 1]),
+        (1, 33, 24, (16, 16), [0, 0, 0, 0]),  # out 14x14
+        (1, 32, 20, (12, 13), [2, 1, 0, 2]),  # out 12x14: tiles reach past the input's edges
+    ],
+)
+@pytest.mark.parametrize("epilogue", ["none", "bias+relu", "bias+residual+relu", "residual"])
+def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pads, epilogue):
+    """3x3 convolutions with unit strides of enough channels go by Winograd F(2x2, 3x3); the
+    result equals im2col and one product within float32 rounding (float64 reference),
+    with the bias, a fused residual and Relu applied as the separate nodes apply them."""
+    from onnxrt.ops_cpu import _jit
+
+    if _jit.kernels() is None:
+        pytest.skip("no numba")
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((n_img, c) + hw).astype(np.float32)
+    w = _read_only(rng.standard_normal((m, c, 3, 3)).astype(np.float32))
+    b = rng.standard_normal(m).astype(np.float32) if "bias" in epilogue else None
+    act = "Relu" if "relu" in epilogue else None
+    out_shape = (n_img, m, hw[0] + pads[0] + pads[2] - 2, hw[1] + pads[1] + pads[3] - 2)
+    z = rng.standard_normal(out_shape).astype(np.float32) if "residual" in epilogue else None
+    calls = _winograd_calls(monkeypatch)
+    y = conv(x, w, b, z, pads=pads, activation=act)
+    assert calls == [x.shape]
+    assert y.dtype == np.float32 and y.shape == out_shape and y.flags.c_contiguous
+    monkeypatch.setattr(op_conv, "WINO_MIN_CHANNELS", 1 << 30)
+    direct = conv(x, w, b, z, pads=pads, activation=act)
+    assert calls == [x.shape]  # the direct path this time
+    ref = conv(x.astype(np.float64), w.astype(np.float64), None if b is None else b.astype(np.float64),
+               None if z is None else z.astype(np.float64), pads=pads, activation=act)
+    scale = np.abs(ref).max()
+    # errors of a few float32 roundings of the sums (9 C products each)
+    assert np.abs(y - ref).max() <= 2e-6 * scale
+    assert np.abs(direct - ref).max() <= 2e-6 * scale
+    if act == "Relu":
+        assert (y >= 0).all() and (y == 0).any()
+    assert not np.array_equal(y, np.zeros_like(y))
+
+
+def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypatch):
+    """Odd maps (tiles wasting over 5%), few input channels, strides, dilations and groups keep
+    the direct paths; weights a caller could still write are never transformed (a cached
+    transform would go stale); a transform lives as long as its weights."""
+    import gc
+
+    from onnxrt.ops_cpu import _jit
+
+    if _jit.kernels() is None:
+        pytest.skip("no numba")
+    rng = np.random.default_rng(32)
+    calls = _winograd_calls(monkeypatch)
+    w = _read_only(rng.standard_normal((32, 32, 3, 3)).astype(np.float32))
+    for shape, kw in [
+        ((1, 32, 13, 13), dict(pads=[1, 1, 1, 1])),  # 7x7 tiles for 13x13 pixels: 14% wasted
+        ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
+        ((1, 32, 14, 14), dict(pads=[2, 2, 2, 2], dilations=[2, 2])),
+        ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], group=2)),
+    ]:
+        ww = w if kw.get("group", 1) == 1 else _read_only(w[:, :16])
+        conv(rng.standard_normal(shape).astype(np.float32), ww, **kw)
+    conv(rng.standard_normal((1, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]), pads=[1, 1, 1, 1])
+    assert calls == []
+    x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
+    writable = w.copy()
+    y0 = conv(x, writable, pads=[1, 1, 1, 1])
+    assert calls == [] and id(writable) not in op_conv._WINO_WEIGHTS
+    writable[:] *= 2  # the caller changes its weights between runs: the next result follows
+    np.testing.assert_allclose(conv(x, writable, pads=[1, 1, 1, 1]), 2 * y0, rtol=1e-5, atol=1e-4)
+    ro = _read_only(writable)
+    y1 = conv(x, ro, pads=[1, 1, 1, 1])
+    assert len(calls) == 1 and id(ro) in op_conv._WINO_WEIGHTS
+    np.testing.assert_allclose(y1, 2 * y0, rtol=1e-5, atol=1e-4)
+    key = id(ro)
+    del ro
+    gc.collect()
+    assert key not in op_conv._WINO_WEIGHTS
+
+
+def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
+    """A Conv+Relu model whose 3x3 layer takes the Winograd path, against onnxruntime."""
+    calls = _winograd_calls(monkeypatch)
+    rng = np.random.default_rng(33)
+    w = (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["Y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 64, 28, 28])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("W", TensorProto.FLOAT, w.shape, w.ravel()), helper.make_tensor("B", TensorProto.FLOAT, b.shape, b)],
+    )
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+    got = onnxrt.InferenceSession(data).run(None, {"X": x})[0]
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+    assert calls == [(1, 64, 28, 28)]  # the model's initializer: read-only, transformed once
+    assert got.dtype == np.float32 and got.shape == (1, 64, 28, 28)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import weakref
 from functools import lru_cache
 from math import prod
 
@@ -157,6 +158,13 @@ def conv_core(
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
+    if (
+        tuple(kernel) == (3, 3) and group == 1 and dtype == np.float32 and tuple(strides) == (1, 1)
+        and tuple(dilations) == (1, 1) and n_ch >= WINO_MIN_CHANNELS and m_out >= 16
+        and npix * 20 >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 76
+        and (u := _winograd_weights(w)) is not None
+    ):
+        return _conv_winograd(x, u, pads_begin, tuple(out_shape), epilogue)
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
         if group == 1 and npix >= BAND_MIN_PIXELS and (sgemm := blas_sgemm_address()) is not None:
             return _conv_bands(k, sgemm, x, w, kernel, strides, dilations, pads_begin, tuple(out_shape), epilogue)
@@ -200,6 +208,100 @@ def conv_core(
         else:
             matmul(w2, col.reshape(stop - start, group, cg * kp, npix), out=y[start:stop])
     return y.reshape((n_img, m_out) + tuple(out_shape))
+
+
+#: input channels from which a 3x3 convolution with unit strides goes by Winograd F(2x2, 3x3)
+#: (:func:`_conv_winograd`), when its 2x2 tiles waste at most 5% of their pixels (odd maps
+#: such as 7x7, 13x13 and 27x27 waste 7-23%). The products' depth is C where im2col's is
+#: 9 C: measured on one core against im2col and one product, 0.65-0.8 the time at 64 -> 96
+#: (28x28), 96 -> 128 (14x14), 128 -> 128 (28x28), 256 -> 256 (14x14), 128 -> 32 (28x28,
+#: densenet's), 0.85 at 32 -> 32 (56x56); 1.7 at 16 -> 64 (55x55); 1.05-1.15 at 13x13 and
+#: 7x7 (but for 224 -> 224: 0.9)
+WINO_MIN_CHANNELS = 32
+_WINO_WEIGHTS: dict[int, tuple] = {}
+
+
+def _winograd_weights(w: np.ndarray) -> np.ndarray | None:
+    """U = G g G^T (16, M, C) of the float32 3x3 weights ``w`` (M, C, 3, 3), computed in float64
+    and rounded once, cached for the life of ``w`` when nothing can change it (the read-only
+    initializers of a model); None without the compiled loops and BLAS, or for weights that
+    may change between runs (the direct paths then run: a transform per run costs too much)."""
+    if _jit.kernels() is None or blas_sgemm_address() is None:
+        return None
+    base = w
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return None
+        base = base.base
+    hit = _WINO_WEIGHTS.get(id(w))
+    if hit is not None and hit[0]() is w:
+        return hit[1]
+    u = np.empty((16,) + w.shape[:2], np.float32)
+    _jit.kernels().wino_weights(np.ascontiguousarray(w), u)  # 10 ms for 512 x 512 where einsum took 200
+    key = id(w)
+    _WINO_WEIGHTS[key] = (weakref.ref(w, lambda _r, key=key: _WINO_WEIGHTS.pop(key, None)), u)
+    return u
+
+
+def _conv_winograd(x: np.ndarray, u: np.ndarray, pads_begin: Sequence[int], out_shape: tuple,
+                   epilogue: list | None) -> np.ndarray:
+    """A 3x3 float32 convolution with unit strides and dilations by Winograd F(2x2, 3x3):
+    per image, the transformed 4x4 input tiles (16, C, tiles), 16 products with the
+    transformed weights ``u`` (16, M, C), and the output transform with the epilogue's
+    bias, residual and Relu (the list is then cleared). Each stage is split over the team
+    (channels, products, output channels), or runs on the caller alone. The products hold
+    2.25 times fewer multiply-adds than im2col's one and split over two threads without
+    packing an operand twice: inception_v2's 3x3 layers 1.4-1.5x faster on one core. The
+    result differs from the direct sum by float32 rounding only (the transforms add and
+    subtract; the weights' halvings are exact in float64)."""
+    k = _jit.kernels()
+    sgemm = blas_sgemm_address()
+    n_img, n_ch, height, width = x.shape
+    m_out = u.shape[1]
+    out_h, out_w = out_shape
+    th, tw = (out_h + 1) // 2, (out_w + 1) // 2
+    tiles = th * tw
+    pt, pl = int(pads_begin[0]), int(pads_begin[1])
+    y = np.empty((n_img, m_out, out_h, out_w), np.float32)
+    v = scratch("wino_v", (16, n_ch, tiles), np.float32)
+    mx = scratch("wino_m", (16, m_out, tiles), np.float32)
+    if epilogue:
+        bias, relu, z = epilogue
+    else:
+        bias, relu, z = _NO_BIAS, False, _NO_BIAS
+    per_image = m_out * out_h * out_w
+    xc = np.ascontiguousarray(x)
+    _blas_enter(1)  # the team's products are one thread each (already so inside a large run)
+    try:
+        _winograd_images(k, sgemm, xc, u, y, v, mx, pt, pl, th, tw, bias, relu, z, per_image)
+    finally:
+        _blas_exit(1)
+    if epilogue:
+        epilogue.clear()
+    return y
+
+
+def _winograd_images(k, sgemm, xc, u, y, v, mx, pt, pl, th, tw, bias, relu, z, per_image) -> None:
+    n_img, n_ch, height, width = xc.shape
+    m_out, out_h, out_w = y.shape[1:]
+    tiles = th * tw
+    for i in range(n_img):
+        xi, yi = xc[i], y[i]
+        zi = z[i * per_image:(i + 1) * per_image] if z.size else z
+        if not _jit.team_split("wino_input_part", [xi, v, n_ch, height, width, pt, pl, th, tw], n_ch * tiles * 16,
+                               max_parts=n_ch, part_size=WINO_TEAM_PART):
+            k.wino_input(xi, v, 0, n_ch, pt, pl, th, tw)
+        if not _jit.team_split("wino_gemm_part", [u, v, mx, m_out, n_ch, tiles, sgemm], 16 * m_out * n_ch * tiles,
+                               max_parts=16, part_size=_jit.GEMM_TEAM_PART):
+            np.matmul(u, v, out=mx)
+        if not _jit.team_split("wino_output_part", [mx, yi, m_out, out_h, out_w, th, tw, bias, bias.size, int(relu),
+                                                    zi, zi.size], m_out * tiles * 16,
+                               max_parts=m_out, part_size=WINO_TEAM_PART):
+            k.wino_output(mx, yi, 0, m_out, th, tw, bias, relu, zi)
+
+
+#: transformed values per part of the Winograd transforms on the team
+WINO_TEAM_PART = 1 << 15
 
 
 def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None) -> np.ndarray:
