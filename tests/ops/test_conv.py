@@ -1259,3 +1259,32 @@ def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
     assert calls == [(1, 64, 28, 28)]  # the model's initializer: read-only, transformed once
     assert got.dtype == np.float32 and got.shape == (1, 64, 28, 28)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "shape, wshape, kw",
+    [
+        ((1, 16, 12, 12), (24, 16, 1, 1), {}),  # 1x1: one product, written in place
+        ((1, 8, 11, 11), (24, 8, 3, 3), dict(pads=[1, 1, 1, 1])),  # im2col and one product, in place
+        ((1, 32, 14, 14), (24, 32, 3, 3), dict(pads=[1, 1, 1, 1])),  # Winograd, in place
+        ((1, 4, 60, 60), (8, 4, 3, 3), dict(pads=[1, 1, 1, 1])),  # bands: computed, then copied
+        ((1, 8, 10, 10), (8, 1, 3, 3), dict(pads=[1, 1, 1, 1], group=8)),  # depthwise: copied
+        ((1, 8, 10, 10), (8, 4, 1, 1), dict(group=2)),  # grouped 1x1: copied
+        ((2, 16, 6, 6), (24, 16, 1, 1), {}),  # two images: copied
+    ],
+)
+def test_conv_into_a_block_of_a_larger_output(shape, wshape, kw):
+    """``out=``: the result lands in the given block (a Concat's channels), whichever path
+    computes it, equal to the plain call, and nothing around the block changes."""
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = _read_only(rng.standard_normal(wshape).astype(np.float32))
+    b = rng.standard_normal(wshape[0]).astype(np.float32)
+    ref = conv(x, w, b, activation="Relu", **kw)
+    big = np.full((shape[0], wshape[0] + 7) + ref.shape[2:], 5.0, np.float32)
+    block = big[:, 3:3 + wshape[0]] if shape[0] == 1 else np.empty_like(ref)
+    got = conv(x, w, b, activation="Relu", out=block, **kw)
+    assert got is block and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    if shape[0] == 1:
+        assert (big[:, :3] == 5.0).all() and (big[:, 3 + wshape[0]:] == 5.0).all()

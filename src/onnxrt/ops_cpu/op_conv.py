@@ -106,6 +106,7 @@ def conv_core(
     group: int,
     out_shape: Sequence[int],
     epilogue: list | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The correlation ``Y[n, m, o] = sum_{c, k} W[m, c, k] * Xpad[n, g(m)*Cg + c, o*s + k*d]``.
 
@@ -113,7 +114,10 @@ def conv_core(
     (N, M, *out_shape) array of that dtype. ``epilogue``, a list ``[bias (M,), relu,
     residual]`` (float32; empty arrays for no bias or residual, the residual flat in the
     output's layout), asks the compiled paths (depthwise, bands) to add them and apply
-    Relu while each piece of output is in cache; a path that did so clears the list. Three paths:
+    Relu while each piece of output is in cache; a path that did so clears the list.
+    ``out``, a C-contiguous array of the result's shape and dtype (a block of a Concat's
+    output), receives the result where the path writes its products there (one image:
+    1x1, im2col and Winograd); the caller checks which array came back. Three paths:
 
     * 1x1 kernels without padding: no im2col, one matrix product (strided input subsampled);
     * depthwise (one input channel per group): :func:`_depthwise`, per-plane columns and
@@ -141,7 +145,7 @@ def conv_core(
         if group == 1:
             w2 = w.reshape(m_out, n_ch)
             if n_img == 1:
-                y = _product_with_epilogue(w2, xs.reshape(n_ch, npix), epilogue)
+                y = _product_with_epilogue(w2, xs.reshape(n_ch, npix), epilogue, _flat_out(out, m_out, npix))
             else:
                 y = matmul(w2, xs.reshape(n_img, n_ch, npix))
         else:
@@ -164,7 +168,7 @@ def conv_core(
         and npix * 20 >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 76
         and (u := _winograd_weights(w)) is not None
     ):
-        return _conv_winograd(x, u, pads_begin, tuple(out_shape), epilogue)
+        return _conv_winograd(x, u, pads_begin, tuple(out_shape), epilogue, out)
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
         if group == 1 and npix >= BAND_MIN_PIXELS and (sgemm := blas_sgemm_address()) is not None:
             return _conv_bands(k, sgemm, x, w, kernel, strides, dilations, pads_begin, tuple(out_shape), epilogue)
@@ -194,7 +198,7 @@ def conv_core(
         col = scratch("conv_col", (n_img, n_ch * kp, npix), dtype)
         fill(0, n_img, col)
         if group == 1:
-            y = _product_with_epilogue(w2, col[0], epilogue) if n_img == 1 else matmul(w2, col)
+            y = _product_with_epilogue(w2, col[0], epilogue, _flat_out(out, m_out, npix)) if n_img == 1 else matmul(w2, col)
         else:
             y = matmul(w2, col.reshape(n_img, group, cg * kp, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
@@ -244,7 +248,7 @@ def _winograd_weights(w: np.ndarray) -> np.ndarray | None:
 
 
 def _conv_winograd(x: np.ndarray, u: np.ndarray, pads_begin: Sequence[int], out_shape: tuple,
-                   epilogue: list | None) -> np.ndarray:
+                   epilogue: list | None, out: np.ndarray | None = None) -> np.ndarray:
     """A 3x3 float32 convolution with unit strides and dilations by Winograd F(2x2, 3x3):
     per image, the transformed 4x4 input tiles (16, C, tiles), 16 products with the
     transformed weights ``u`` (16, M, C), and the output transform with the epilogue's
@@ -262,7 +266,7 @@ def _conv_winograd(x: np.ndarray, u: np.ndarray, pads_begin: Sequence[int], out_
     th, tw = (out_h + 1) // 2, (out_w + 1) // 2
     tiles = th * tw
     pt, pl = int(pads_begin[0]), int(pads_begin[1])
-    y = np.empty((n_img, m_out, out_h, out_w), np.float32)
+    y = np.empty((n_img, m_out, out_h, out_w), np.float32) if out is None else out.reshape(n_img, m_out, out_h, out_w)
     v = scratch("wino_v", (16, n_ch, tiles), np.float32)
     mx = scratch("wino_m", (16, m_out, tiles), np.float32)
     if epilogue:
@@ -304,13 +308,22 @@ def _winograd_images(k, sgemm, xc, u, y, v, mx, pt, pl, th, tw, bias, relu, z, p
 WINO_TEAM_PART = 1 << 15
 
 
-def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None) -> np.ndarray:
-    """W (M, K) @ columns (K, P) of one image: a float32 product large enough for two threads
-    goes to the team by blocks with the bias, residual and Relu applied to each block in
-    cache (the epilogue list is then cleared), others through :func:`matmul`."""
+def _flat_out(out: np.ndarray | None, rows: int, cols: int) -> np.ndarray | None:
+    # one image's (M, P) view of ``out`` for the product to write into
+    return None if out is None else out.reshape(rows, cols)
+
+
+def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None,
+                           out: np.ndarray | None = None) -> np.ndarray:
+    """W (M, K) @ columns (K, P) of one image (into ``out`` when given): a float32 product
+    large enough for two threads goes to the team by blocks with the bias, residual and
+    Relu applied to each block in cache (the epilogue list is then cleared), others through
+    :func:`matmul`."""
     work = w2.shape[0] * w2.shape[1] * cols.shape[1]
-    if w2.dtype == np.float32 and work >= BLAS_THREADS_FROM and (y := _jit.team_gemm(w2, cols, None, epilogue)) is not None:
+    if w2.dtype == np.float32 and work >= BLAS_THREADS_FROM and (y := _jit.team_gemm(w2, cols, out, epilogue)) is not None:
         return y
+    if out is not None and out.dtype == np.result_type(w2, cols):
+        return matmul(w2, cols, out=out)
     return matmul(w2, cols)
 
 
@@ -681,6 +694,7 @@ def conv(
     strides: Sequence[int] | None = None,
     activation: str | None = None,
     activation_params: Sequence[float] = (),
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """ONNX Conv: X (N, C, *S), W (M, C/group, *K), optional B (M,) -> Y (N, M, *O).
 
@@ -691,8 +705,22 @@ def conv(
     (``activation_params``: alpha / min, max / alpha, beta), applied in place on the
     fresh output before the final cast, for a graph optimiser fusing Conv+activation.
     ``z``, a residual the optimiser fused (Conv -> Sum/Add -> activation), is added after
-    the bias and before the activation, with Sum's broadcasting.
+    the bias and before the activation, with Sum's broadcasting. ``out``, a C-contiguous
+    array of Y's shape and dtype (a block of a Concat's output, see op_conv_concat), receives
+    the result and is returned: the single-image product paths write there directly.
     """
+    if out is not None:
+        y = _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+                  pads=pads, strides=strides, activation=activation, activation_params=activation_params, _into=out)
+        if not (y.shape == out.shape and y.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
+            np.copyto(out, y)  # a path that does not write into ``out`` (or another dtype)
+        return out
+    return _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+                 pads=pads, strides=strides, activation=activation, activation_params=activation_params)
+
+
+def _conv(x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
+          strides=None, activation=None, activation_params=(), _into=None) -> np.ndarray:
     x = np.asarray(x)
     w = np.asarray(w)
     kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
@@ -719,7 +747,9 @@ def conv(
     if x.shape[0] == 0 or w.shape[0] == 0 or 0 in out_shape:
         y = np.zeros(y_shape, cdt)
     else:
-        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue)
+        into = _into if (_into is not None and _into.shape == y_shape and _into.dtype == cdt == x.dtype
+                         and _into.flags.c_contiguous) else None
+        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue, into)
         if epilogue == []:  # the kernel added the bias and the residual and applied the Relu
             return to_output(y, x.dtype)
         if epilogue is not None and y.flags.c_contiguous and y.size >= 4096 and (k := _jit.kernels()) is not None:

@@ -1,0 +1,86 @@
+"""onnxrt's ConvConcat (domain ``onnxrt``): convolutions written straight into their blocks of the Concat along channels that reads them."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import numpy as np
+from onnx import NodeProto
+
+from ..parallel import limit_threads
+from ..registry import lookup, register
+from ._op import OpRun
+from .op_concat import concat
+from .op_conv import conv, conv_geometry
+
+FUSED_DOMAIN = "onnxrt"
+_F32 = np.dtype(np.float32)
+
+
+@register("ConvConcat", versions=(1,), domain=FUSED_DOMAIN)
+class ConvConcat(OpRun):
+    """Concat(axis=1) of segments, each a Conv or FusedConv (attribute ``segments``: the
+    node, serialized; ``since_versions``: its opset) or a plain tensor (an empty string):
+    the inputs are four per segment (x, w, b, z of a convolution; the tensor and three
+    omitted ones). Written by onnxrt.optim.concat_conv for convolutions whose only reader
+    is the Concat. With one image and float32 throughout, the output is allocated first
+    and each convolution's product writes its block (a contiguous slice of channels), the
+    bias, residual and activation applied there: no copy by the Concat (squeezenet's fire
+    modules, inception's branches). Otherwise each convolution runs on its own and the
+    results are concatenated, with Concat's checks."""
+
+    attribute_defaults = {"segments": [], "since_versions": []}
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._convs: list = []
+        for data, since in zip(self.atts_value["segments"], self.atts_value["since_versions"]):
+            if not data:
+                self._convs.append(None)
+                continue
+            proto = NodeProto()
+            proto.ParseFromString(data)
+            cls, version = lookup(proto.op_type, proto.domain, int(since))  # type: ignore[misc]
+            op = cls(proto, None, **{**options, "since_version": version})
+            inner = getattr(op, "_inner", op)  # FusedConv's Conv holds the keywords, activation included
+            self._convs.append((inner._kw, inner._threads, op))
+
+    def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
+        segs = [inputs[4 * i: 4 * i + 4] for i in range(len(self._convs))]
+        shapes = []
+        direct = True
+        for spec, (x, w, b, z) in zip(self._convs, segs):
+            if spec is None:
+                a = np.asarray(x)
+                shapes.append(a.shape)
+                direct = direct and a.dtype == _F32
+                continue
+            kw = spec[0]
+            x, w = np.asarray(x), np.asarray(w)
+            _, _, _, _, out_shape = conv_geometry(x, w, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"],
+                                                  kw["pads"], kw["auto_pad"])
+            shapes.append((x.shape[0], w.shape[0]) + tuple(out_shape))
+            direct = direct and x.dtype == _F32
+        first = shapes[0]
+        direct = direct and len(first) >= 3 and first[0] == 1 and all(
+            len(s) == len(first) and s[0] == 1 and s[2:] == first[2:] for s in shapes)
+        if not direct:
+            parts = [np.asarray(x) if spec is None else self._conv(spec, x, w, b, z, None)
+                     for spec, (x, w, b, z) in zip(self._convs, segs)]
+            return (concat(*parts, axis=1),)
+        y = np.empty((1, sum(s[1] for s in shapes)) + tuple(first[2:]), _F32)
+        c0 = 0
+        for spec, shape, (x, w, b, z) in zip(self._convs, shapes, segs):
+            block = y[:, c0:c0 + shape[1]]  # contiguous: one image
+            if spec is None:
+                np.copyto(block, x)
+            else:
+                self._conv(spec, x, w, b, z, block)
+            c0 += shape[1]
+        return (y,)
+
+    @staticmethod
+    def _conv(spec, x, w, b, z, out):
+        kw, threads, _ = spec
+        with limit_threads(threads) if threads is not None else nullcontext():
+            return conv(x, w, b, z, out=out, **kw)
