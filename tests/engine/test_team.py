@@ -255,12 +255,8 @@ def test_runs_after_a_team_job_wake_the_sleeping_workers_early(spy, monkeypatch)
     ctl = team._CTL
     asleep = lambda: ctl[team._SLEEP] == 1  # noqa: E731
     assert _wait_for(asleep)
-    wakes = []
-    real = team.team_heat
-    monkeypatch.setattr(team, "team_heat", lambda c, delta, sc: wakes.append(delta) or real(c, delta, sc))
     with parallel.RunScope(None, eager=False, owner=_Session(1)):
-        # woken (the caller clears the sleep word as it wakes them), not heated
-        assert wakes == [0] and ctl[team._HOT] == 0
+        assert ctl[team._HOT] == 0 and _wait_for(lambda: not asleep())  # woken, not heated
     assert _wait_for(asleep)  # and asleep again after its spin
     calls = []
     monkeypatch.setattr(parallel, "RUN_PROD", lambda: calls.append(1) or True)
