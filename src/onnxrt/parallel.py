@@ -323,8 +323,6 @@ COLD = 1 << 20
 #: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.ops_cpu._jit_team), set when
 #: the team starts: large runs keep its workers awake (True: done, undo it with -1)
 RUN_HEAT: Callable[[int], bool] | None = None
-#: _jit_team's prod: wakes sleeping workers without keeping them awake (None: no team)
-RUN_PROD: Callable[[], bool] | None = None
 
 
 class RunScope:
@@ -375,8 +373,6 @@ class RunScope:
                 if (self.eager and RUN_HEAT is not None and getattr(self.owner, "team_jobs", 0) >= HOT_RUN_JOBS
                         and (self.threads is None or self.threads > 1)):
                     self.heated = RUN_HEAT(1)
-                elif RUN_PROD is not None and getattr(self.owner, "team_jobs", 0) and (self.threads is None or self.threads > 1):
-                    RUN_PROD()
         return self
 
     def cold(self) -> _Cold | None:

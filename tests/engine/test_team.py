@@ -245,33 +245,6 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
     assert calls == [1, -1] and y.dtype == np.float32 and y.shape == x.shape
 
 
-def test_runs_after_a_team_job_wake_the_sleeping_workers_early(spy, monkeypatch):
-    """A run of a session whose last run gave the team fewer jobs than a hot run needs starts
-    the workers' wake-up (they spin SPIN_US, then sleep again) without keeping them awake;
-    a session that did not use the team, or limited to one thread, does not."""
-    x = _large(6)
-    fm.sigmoid(x)  # the team exists now
-    assert parallel.RUN_PROD is team.prod
-    ctl = team._CTL
-    asleep = lambda: ctl[team._SLEEP] == 1  # noqa: E731
-    assert _wait_for(asleep)
-    with parallel.RunScope(None, eager=False, owner=_Session(1)):
-        assert ctl[team._HOT] == 0 and _wait_for(lambda: not asleep())  # woken, not heated
-    assert _wait_for(asleep)  # and asleep again after its spin
-    calls = []
-    monkeypatch.setattr(parallel, "RUN_PROD", lambda: calls.append(1) or True)
-    for owner, threads in ((_Session(0), None), (None, None), (_Session(1), 1)):
-        with parallel.RunScope(threads, eager=False, owner=owner):
-            pass
-    assert calls == []
-    with parallel.RunScope(None, eager=True, owner=_Session(parallel.HOT_RUN_JOBS)):
-        pass  # heated instead
-    assert calls == []
-    with parallel.RunScope(None, eager=True, owner=_Session(parallel.HOT_RUN_JOBS - 1)):
-        pass
-    assert calls == [1]
-
-
 def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy, monkeypatch):
     """im2col planes (strided, dilated, padded), max and average pooling planes and the rows
     of BatchNormalization's scale and shift (+ Relu) split over the team: the same bits as

@@ -208,7 +208,7 @@ def team_heat(ctl, delta, syscall):
     """HOT += delta (a run starts: +1, ends: -1; a pool loop or a threaded product inside
     it: -COLD, then +COLD); a rise wakes sleeping workers."""
     _add(ctl, _HOT, delta)
-    if delta >= 0:
+    if delta > 0:
         _wake(ctl, syscall)
 
 
@@ -303,15 +303,6 @@ def heat(delta: int) -> bool:
     return True
 
 
-def prod() -> bool:
-    """Wake sleeping workers now (they spin SPIN_US, then sleep again): a run whose last one
-    gave the team a job starts their 30-70 us wake-up while its first nodes run."""
-    if _SYSCALL is None or _STARTED.get("pid") != os.getpid():
-        return False
-    team_heat(_CTL, 0, _SYSCALL)
-    return True
-
-
 def _cycles_per_us() -> float:
     c0, t0 = _tsc(), time.perf_counter()
     time.sleep(0.002)
@@ -336,7 +327,6 @@ def _start(workers: int) -> None:
         threading.Thread(target=team_worker, args=(_CTL, spin, _SYSCALL), name=f"onnxrt-team-{i}", daemon=True).start()
     _STARTED["pid"] = os.getpid()
     parallel.RUN_HEAT = heat
-    parallel.RUN_PROD = prod
 
 
 def _after_fork_in_child() -> None:
