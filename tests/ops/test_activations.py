@@ -385,3 +385,25 @@ def test_activations_match_onnxruntime(op, x):
     if op == "Hardmax" and len(np.unique(x)) < x.size:
         return  # ties: both pick a first maximum, checked exactly above
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_softmax_keeps_tiny_results_down_to_its_flush():
+    """The compiled Softmax (float32 rows of 4096+ along the last axis) flushes exp(x - max)
+    to 0 below about 8.6e-39 (x - max < -87.68, where the power of two's bits are 0) and
+    keeps the subnormal results above it to float32 rounding; -inf gives 0, a NaN row NaN."""
+    from onnxrt.ops_cpu import _jit
+
+    if _jit.kernels() is None:
+        pytest.skip("no numba")
+    x = np.full((3, 4096), -200.0, np.float32)
+    x[0, :6] = [0.0, -87.0, -87.5, -87.65, -87.72, -np.inf]
+    x[1, 7] = np.nan
+    x[2] = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
+    y = softmax(x, axis=-1)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    exact = np.exp(f64(x[0, :5]))
+    np.testing.assert_allclose(y[0, :3], exact[:3], rtol=1e-6)  # 1, a normal and a subnormal
+    assert 0 < y[0, 3] and abs(float(y[0, 3]) - exact[3]) <= 2 * 1.4e-45  # subnormal: within 2 of its steps
+    assert y[0, 4] == 0 and y[0, 5] == 0 and (y[0, 6:] == 0).all()
+    assert np.isnan(y[1]).all()
+    np.testing.assert_allclose(y[2], _np_softmax(f64(x[2]), -1), rtol=2e-6)

@@ -64,7 +64,7 @@ _JIT_SIZE = 1 << 12
 
 def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
     """The numba loop over the rows of a float32 input along its last axis: exp(x - max)
-    by _jit_kernels' exp (about 1 ulp, numpy's is 2; results below 1.2e-38 flush to 0, as
+    by _jit_kernels' exp (about 1 ulp, numpy's is 2; results below about 8.6e-39 flush to 0, as
     onnxruntime's do), its sum, then the scaling (or the subtraction of the log), each row
     while it is in cache, after a compiled pass for the row maxima. Blocks of rows go to the kernel pool."""
     n = x.shape[-1]
