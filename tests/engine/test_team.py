@@ -443,3 +443,84 @@ def test_team_winograd_equals_the_serial_stages(spy):
     assert got.dtype == np.float32 and got.shape == (2, 96, 28, 28)
     np.testing.assert_array_equal(got, ref)
     assert (got > 0).any() and (got == 0).any()
+
+
+_PREPARED_CASES = {
+    # name: (x shape, w shape, group, strides, pads, the team jobs of one call)
+    "1x1": ((1, 128, 28, 28), (64, 128, 1, 1), 1, 1, 0, ["gemm_part"]),
+    "grouped 1x1": ((1, 128, 28, 28), (128, 32, 1, 1), 4, 1, 0, ["pointwise_groups_part"]),
+    "depthwise": ((1, 96, 28, 28), (96, 1, 3, 3), 96, 1, 1, ["depthwise_part"]),
+    "depthwise stride 2": ((1, 96, 28, 28), (96, 1, 3, 3), 96, 2, 1, ["depthwise_part"]),
+    "im2col": ((1, 16, 30, 30), (64, 16, 3, 3), 1, 1, 1, ["im2col_part", "gemm_part"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PREPARED_CASES))
+def test_prepared_convolutions_equal_the_general_path(spy, case):
+    """A node's prepared executors (conv's ``prepared``) run the general path's team jobs
+    with the same arguments: the same bits for every epilogue and for a Concat block
+    (``out``), one cache entry per input shape, and the general path where they decline
+    (a Relu without bias, which the general path applies by itself)."""
+    from onnxrt.ops_cpu import op_conv
+    from onnxrt.ops_cpu.op_conv import conv
+
+    xs, ws, group, stride, pad, jobs = _PREPARED_CASES[case]
+    rng = np.random.default_rng(80)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    kw = {"group": group, "strides": [stride] * 2, "pads": [pad] * 4}
+    y_shape = conv(x, w, b, **kw).shape
+    z = rng.standard_normal(y_shape).astype(np.float32)
+    cache: dict = {}
+    for args, act in [((b,), "Relu"), ((b,), None), ((b, z), "Relu"), ((None, z), None), ((None,), "Relu")]:
+        want = conv(x, w, *args, activation=act, **kw)
+        spy.clear()
+        got = conv(x, w, *args, activation=act, prepared=cache, **kw)
+        declined = args[0] is None and len(args) == 1  # Relu without a bias: the general path
+        assert [name for name, _ in spy] == jobs
+        assert got.dtype == np.float32 and got.shape == y_shape
+        np.testing.assert_array_equal(got, want)
+        block = np.zeros((1, y_shape[1] + 5) + y_shape[2:], np.float32)
+        into = conv(x, w, *args, activation=act, out=block[:, 5:], prepared=cache, **kw)
+        assert into.base is block or into.base is block.base
+        np.testing.assert_array_equal(block[:, 5:], want)
+        assert not block[:, :5].any()
+        runnable = [entry[2] is not None for entry in cache.values()]
+        assert runnable[-1] is not declined
+    # one entry per (bias, residual, activation) combination, with and without out: ten, and
+    # the dict is cleared when it holds PREPARED_ENTRIES
+    assert len(cache) == 10 - op_conv.PREPARED_ENTRIES
+    bigger = rng.standard_normal(xs[:2] + (xs[2] + 2, xs[3] + 2)).astype(np.float32)
+    np.testing.assert_array_equal(conv(bigger, w, b, prepared=cache, **kw), conv(bigger, w, b, **kw))
+
+
+def test_prepared_convolutions_read_the_weights_at_each_call_and_fall_back(spy, monkeypatch):
+    """An executor keeps no copy of what it was prepared with (weights changed in place are
+    used), holds the arrays it was keyed by (another array never takes the entry), and falls
+    back when the team declines: wholly (nothing ran) or after the im2col columns (the
+    product then runs on the caller with the epilogue), with the same values."""
+    from onnxrt.ops_cpu.op_conv import conv
+
+    rng = np.random.default_rng(81)
+    x = rng.standard_normal((1, 16, 30, 30)).astype(np.float32)
+    w = rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    z = rng.standard_normal((1, 64, 30, 30)).astype(np.float32)
+    cache: dict = {}
+    first = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    w *= 2
+    second = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    np.testing.assert_array_equal(second, conv(x, w, b, z, pads=[1] * 4, activation="Relu"))
+    assert not np.array_equal(first, second)
+    other = w.copy()
+    np.testing.assert_array_equal(conv(x, other, b, z, pads=[1] * 4, activation="Relu", prepared=cache), second)
+    assert len(cache) == 2 and all(entry[0] is w or entry[0] is other for entry in cache.values())
+    real = team.run
+    monkeypatch.setattr(team, "run", lambda part, *a: False if part.__wrapped__.__name__ == "gemm_part" else real(part, *a))
+    late = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    monkeypatch.setattr(team, "run", lambda *a: False)
+    none = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    for got in (late, none):
+        assert got.dtype == np.float32 and got.shape == (1, 64, 30, 30) and (got >= 0).all()
+        np.testing.assert_allclose(got, second, rtol=1e-5, atol=1e-4)

@@ -162,11 +162,8 @@ def conv_core(
         return _depthwise(x, w, pads_begin, strides, dilations, out_shape)
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
-    if (
-        tuple(kernel) == (3, 3) and group == 1 and dtype == np.float32 and tuple(strides) == (1, 1)
-        and tuple(dilations) == (1, 1) and n_ch >= WINO_MIN_CHANNELS and m_out >= 16
-        and npix * 20 >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 76
-        and (u := _winograd_weights(w)) is not None
+    if _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_shape) and (
+        (u := _winograd_weights(w)) is not None
     ):
         return _conv_winograd(x, u, pads_begin, tuple(out_shape), epilogue, out)
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
@@ -223,6 +220,15 @@ def conv_core(
 #: 7x7 (but for 224 -> 224: 0.9)
 WINO_MIN_CHANNELS = 32
 _WINO_WEIGHTS: dict[int, tuple] = {}
+
+
+def _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_shape) -> bool:
+    # the geometry for which conv_core takes Winograd (when the weights are read-only)
+    return (
+        tuple(kernel) == (3, 3) and group == 1 and dtype == np.float32 and tuple(strides) == (1, 1)
+        and tuple(dilations) == (1, 1) and n_ch >= WINO_MIN_CHANNELS and m_out >= 16
+        and prod(out_shape) * 20 >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 76
+    )
 
 
 def _winograd_weights(w: np.ndarray) -> np.ndarray | None:
@@ -313,6 +319,13 @@ def _flat_out(out: np.ndarray | None, rows: int, cols: int) -> np.ndarray | None
     return None if out is None else out.reshape(rows, cols)
 
 
+#: multiply-adds of one image's convolution product from which it is split in two on the
+#: team while its workers are awake (inside a run), from BLAS_THREADS_FROM on also when they
+#: sleep. squeezenet's squeeze layers have 16-64 output channels and 2.5M-6M multiply-adds,
+#: which OpenBLAS runs at 60 GFLOPS on one core: the model measured 8.1 -> 7.6 ms
+CONV_TEAM_FROM = 1 << 21
+
+
 def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None,
                            out: np.ndarray | None = None) -> np.ndarray:
     """W (M, K) @ columns (K, P) of one image (into ``out`` when given): a float32 product
@@ -320,7 +333,11 @@ def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | No
     Relu applied to each block in cache (the epilogue list is then cleared), others through
     :func:`matmul`."""
     work = w2.shape[0] * w2.shape[1] * cols.shape[1]
-    if w2.dtype == np.float32 and work >= BLAS_THREADS_FROM and (y := _jit.team_gemm(w2, cols, out, epilogue)) is not None:
+    if (
+        w2.dtype == np.float32 and work >= CONV_TEAM_FROM
+        and (y := _jit.team_gemm(w2, cols, out, epilogue, part_size=CONV_TEAM_FROM // 2, cold_total=BLAS_THREADS_FROM))
+        is not None
+    ):
         return y
     if out is not None and out.dtype == np.result_type(w2, cols):
         return matmul(w2, cols, out=out)
@@ -680,6 +697,159 @@ def _same_plan(
     return guard, seed, tuple(taps)
 
 
+#: prepared convolutions a node keeps (one per input shape and weights seen; cleared beyond)
+PREPARED_ENTRIES = 8
+
+
+def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad, activation):
+    """The result of a convolution that a prepared executor computes (None: the general path
+    computes it). A node's executors are kept in ``cache`` (one dict per node: its other
+    attributes never change) by input shape, weights and bias (held, so their ids stay
+    theirs), thread count and activation; see :func:`_prepare`."""
+    if type(x) is not np.ndarray or type(w) is not np.ndarray:
+        return None
+    key = (x.shape, x.dtype, id(w), id(b), None if z is None else z.shape, out is None, parallel.current_threads(),
+           activation)
+    entry = cache.get(key)
+    if entry is None:
+        if len(cache) >= PREPARED_ENTRIES:
+            cache.clear()
+        run = None
+        if x.dtype == np.float32 and activation in (None, "Relu"):
+            run = _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, activation == "Relu")
+        entry = cache[key] = (w, b, run)
+    if entry[0] is not w or entry[1] is not b or entry[2] is None:
+        return None
+    return entry[2](x, z, out)
+
+
+def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu):
+    """An executor ``run(x, z, out) -> y or None`` for one float32 image of this shape whose
+    convolution conv_core would run as team jobs (1x1, grouped 1x1, depthwise, im2col of a
+    small map and its product): the geometry, the path, the part counts and the argument
+    blocks are settled once, and a call only allocates the output (or takes ``out``) and
+    runs the jobs, with the same part functions and arguments, so the same bits. None for
+    every other case (several images, Winograd, bands, dtypes, broadcast residuals)."""
+    k = _jit.kernels()
+    if k is None or x.ndim != 4 or x.shape[0] != 1 or w.dtype != np.float32 or not w.flags.c_contiguous:
+        return None
+    if b is not None and (type(b) is not np.ndarray or b.dtype != np.float32 or b.shape != (w.shape[0],)
+                          or not b.flags.c_contiguous):
+        return None
+    check_conv_shapes(x, w, group)
+    kernel, st, dl, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
+    n_ch, m_out = x.shape[1], w.shape[0]
+    cg, mg, kp, npix = n_ch // group, m_out // group, prod(kernel), prod(out_shape)
+    y_shape = (1, m_out) + tuple(out_shape)
+    if z is not None and (type(z) is not np.ndarray or z.shape != y_shape or z.dtype != np.float32):
+        return None
+    if 0 in y_shape or 0 in x.shape or (sgemm := blas_sgemm_address()) is None:
+        return None
+    if relu and b is None and z is None:
+        return None  # the general path applies such a Relu by itself (np.clip)
+    bias = _NO_BIAS if b is None else b
+    # arrays the jobs take per call: None; z's slot stays empty without a residual
+    zslot = None if z is not None else _NO_BIAS
+    zsize = 0 if z is None else npix * m_out
+    unit = all(v == 1 for v in st) and all(v == 1 for v in dl)
+    if kp == 1 and not any(pb) and unit and group == 1:
+        w2 = w.reshape(m_out, n_ch)
+        return _prepared_gemm(w2, n_ch, npix, bias, zslot, zsize, relu, sgemm, y_shape, None)
+    if kp == 1 and not any(pb) and unit:
+        job = _jit.TeamJob("pointwise_groups_part", [w, None, None, bias, zslot, 1, group, mg, cg, npix, sgemm, bias.size,
+                                                     zsize, int(relu)],
+                           group * mg * cg * npix, max_parts=group, cold_total=POINTWISE_COLD_WORK)
+        return _prepared_run(job, y_shape, z is not None, blas=True) if group * mg * cg * npix >= 2 * _jit.TEAM_PART else None
+    if cg == 1 and group > 1:
+        if m_out != n_ch or len(kernel) != 2:
+            return None
+        wk = w.reshape((n_ch,) + tuple(kernel))
+        job = _jit.TeamJob("depthwise_part", [None, wk, None, bias, zslot, n_ch, *x.shape[2:], n_ch, *kernel, *out_shape,
+                                              *st, *dl, *pb, bias.size, zsize, int(relu)],
+                           n_ch * npix * kp, max_parts=n_ch, cold_total=2 * _JIT_PART_TAPS)
+        return _prepared_run(job, y_shape, z is not None, blas=False)
+    if (group != 1 or len(kernel) != 2 or npix >= BAND_MIN_PIXELS
+            or _winograd_fits(kernel, group, np.dtype(np.float32), st, dl, n_ch, m_out, out_shape)):
+        return None
+    depth = n_ch * kp
+    im2col = _jit.TeamJob("im2col_part", [None, None, n_ch, *x.shape[2:], *out_shape, *kernel, *st, *dl, *pb],
+                          n_ch * kp * npix, max_parts=n_ch, part_size=IM2COL_TEAM_PART, cold_total=2 * IM2COL_PART)
+    if not im2col.parts:
+        return None
+    return _prepared_gemm(w.reshape(m_out, depth), depth, npix, bias, zslot, zsize, relu, sgemm, y_shape, im2col)
+
+
+def _writable_block(out: np.ndarray, y_shape: tuple) -> bool:
+    return out.shape == y_shape and out.dtype == np.float32 and out.flags.c_contiguous
+
+
+def _prepared_run(job, y_shape, residual: bool, blas: bool):
+    # one team job writing the whole output: (x, y[, z]) in its slots
+    if not job.parts:
+        return None
+
+    def run(x, z, out):
+        if not x.flags.c_contiguous or (residual and not z.flags.c_contiguous) or (
+                out is not None and not _writable_block(out, y_shape)):
+            return None
+        y = np.empty(y_shape, np.float32) if out is None else out
+        if blas:
+            _blas_enter(1)
+        try:
+            ran = job(x, y, z) if residual else job(x, y)
+        finally:
+            if blas:
+                _blas_exit(1)
+        return y if ran else None
+
+    return run
+
+
+def _prepared_gemm(w2, depth, npix, bias, zslot, zsize, relu, sgemm, y_shape, im2col):
+    # team_gemm's job for W (M, depth) @ columns (depth, npix): the image itself (1x1) or
+    # its im2col columns, filled by the ``im2col`` job first
+    m_out = w2.shape[0]
+    work = m_out * depth * npix
+    if work < CONV_TEAM_FROM:
+        return None
+    by_rows = m_out > npix
+    parts = min(((m_out if by_rows else npix) + 15) // 16, _jit.GEMM_TEAM_PARTS * parallel.current_threads())
+    gemm = _jit.TeamJob("gemm_part", [w2, None, None, m_out, depth, npix, depth, npix, npix, sgemm, int(by_rows), bias,
+                                      bias.size, zslot, zsize, int(relu)],
+                        work, max_parts=parts, part_size=CONV_TEAM_FROM // 2, cold_total=BLAS_THREADS_FROM)
+    if not gemm.parts:
+        return None
+    residual = zslot is None
+
+    def run(x, z, out):
+        if not x.flags.c_contiguous or (residual and not z.flags.c_contiguous) or (
+                out is not None and not _writable_block(out, y_shape)):
+            return None
+        if im2col is None:
+            cols = x
+        else:
+            cols = scratch("conv_col", (1, depth, npix), np.float32)
+            if not im2col(x, cols):
+                return None
+        y = np.empty(y_shape, np.float32) if out is None else out
+        _blas_enter(1)
+        try:
+            if (gemm(cols, y, z) if residual else gemm(cols, y)):
+                return y
+        finally:
+            _blas_exit(1)
+        if im2col is None:
+            return None
+        # the team declined the product after the columns were built: finish here
+        epilogue = [bias, relu, z.reshape(-1) if residual else _NO_BIAS]
+        _product_with_epilogue(w2, cols.reshape(depth, npix), epilogue, y.reshape(m_out, npix))
+        if epilogue:
+            _jit.kernels().epilogue_rows(y.reshape(m_out, npix), *epilogue)
+        return y
+
+    return run
+
+
 def conv(
     x: np.ndarray,
     w: np.ndarray,
@@ -695,6 +865,7 @@ def conv(
     activation: str | None = None,
     activation_params: Sequence[float] = (),
     out: np.ndarray | None = None,
+    prepared: dict | None = None,
 ) -> np.ndarray:
     """ONNX Conv: X (N, C, *S), W (M, C/group, *K), optional B (M,) -> Y (N, M, *O).
 
@@ -708,7 +879,14 @@ def conv(
     the bias and before the activation, with Sum's broadcasting. ``out``, a C-contiguous
     array of Y's shape and dtype (a block of a Concat's output, see op_conv_concat), receives
     the result and is returned: the single-image product paths write there directly.
+    ``prepared``, a dict a node keeps across runs, lets a float32 image whose convolution
+    runs as team jobs skip the general path's decisions (:func:`_prepare`): same results.
     """
+    if prepared is not None and (
+        y := _prepared_conv(prepared, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad,
+                            activation)
+    ) is not None:
+        return y
     if out is not None:
         y = _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
                   pads=pads, strides=strides, activation=activation, activation_params=activation_params, _into=out)
@@ -771,6 +949,7 @@ class Conv(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._kw = conv_attributes(self)
+        self._kw["prepared"] = {}  # this node's prepared executors (see conv)
         self._threads = session_threads(options)
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
