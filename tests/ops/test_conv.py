@@ -285,6 +285,42 @@ def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilat
     assert not calls
 
 
+@pytest.mark.parametrize(
+    ("planes", "height", "width", "kernel", "dilations", "pads", "rows"),
+    [
+        (3, 13, 13, (3, 3), (1, 1), (1, 1, 1, 1), None),  # rows as wide as the output's: one run per tap
+        (2, 9, 9, (5, 5), (1, 1), (2, 2, 2, 2), None),
+        (2, 9, 11, (3, 3), (2, 2), (2, 2, 2, 2), None),
+        (2, 4, 4, (3, 5), (1, 1), (3, 2, 3, 2), None),  # taps with no input row at all
+        (1, 7, 7, (3, 3), (1, 1), (0, 1, 2, 1), (2, 6)),  # a band of output rows
+        (2, 6, 8, (3, 3), (1, 1), (0, 0, 0, 0), None),  # narrower output: one copy per row
+    ],
+)
+def test_compiled_im2col_writes_every_column_once(planes, height, width, kernel, dilations, pads, rows):
+    """im2col2d (and a band of output rows) equals the padded input's windows, zeros where
+    a tap leaves the input, whether a tap's valid rows go by one contiguous run of the input
+    (unit strides, rows as wide as the output's) or row by row."""
+    from onnxrt.ops_cpu import _jit
+
+    k = _jit.kernels()
+    if k is None:
+        pytest.skip("no numba")
+    x = np.random.default_rng(planes * height + width).standard_normal((planes, height, width)).astype(np.float32)
+    (kh, kw), (dh, dw), (pt, pl, pb, pr) = kernel, dilations, pads
+    out_h, out_w = height + pt + pb - dh * (kh - 1), width + pl + pr - dw * (kw - 1)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr)))
+    want = np.stack([xp[:, i * dh:i * dh + out_h, j * dw:j * dw + out_w] for i in range(kh) for j in range(kw)], 1)
+    r0, r1 = rows or (0, out_h)
+    want = want[:, :, r0:r1]
+    got = np.full(want.size, np.nan, np.float32)
+    k._im2col_rows(x.reshape(-1), 0, got, planes, height, width, r0, r1, out_w, kh, kw, 1, 1, dh, dw, pt, pl)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    if rows is None:
+        got[:] = np.nan
+        k.im2col2d(x, got, out_h, out_w, kh, kw, 1, 1, dh, dw, pt, pl)
+        np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
 def test_conv_spec_example():
     """The spec's example: 5x5 input of 0..24, 3x3 ones, with and without padding."""
     x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
