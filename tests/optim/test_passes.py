@@ -523,3 +523,90 @@ def ort_run(model, feeds):
     import onnxruntime as ort
 
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def _shuffle_model(kernel=1, group=4, relu=True, extra_reader=False, second=(1, 4, 24, 14, 14), last=(1, 96, 14, 14),
+                   perm=(0, 2, 1, 3, 4), residual=False, n=1):
+    """ShuffleNet's unit head: a grouped convolution (+ Relu), then the channel shuffle
+    Reshape(N, G, C/G, H, W) -> Transpose(0, 2, 1, 3, 4) -> Reshape(N, C, H, W)."""
+    rng = np.random.default_rng(14)
+    inits = [("w", (rng.standard_normal((96, 64 // group, kernel, kernel)) * 0.3).astype(np.float32)),
+             ("b", rng.standard_normal(96).astype(np.float32)),
+             ("t1", np.array(second, np.int64)), ("t2", np.array(last, np.int64))]
+    conv_in = ["x", "w", "b"]
+    nodes = [helper.make_node("Conv", conv_in, ["c"], group=group, pads=[kernel // 2] * 4)]
+    if residual:
+        inits.append(("z", rng.standard_normal((n, 96, 14, 14)).astype(np.float32)))
+        nodes.append(helper.make_node("Add", ["c", "z"], ["cz"]))
+    src = "cz" if residual else "c"
+    if relu:
+        nodes.append(helper.make_node("Relu", [src], ["r"]))
+        src = "r"
+    nodes += [helper.make_node("Reshape", [src, "t1"], ["s5"]), helper.make_node("Transpose", ["s5"], ["s5t"], perm=list(perm)),
+              helper.make_node("Reshape", ["s5t", "t2"], ["y"])]
+    outputs = [("y", F, None)] + ([("s5", F, None)] if extra_reader else [])
+    return _model(nodes, [("x", F, [n, 64, 14, 14])], outputs, inits)
+
+
+@pytest.mark.parametrize("kernel, group, relu", [(1, 4, True), (1, 4, False), (3, 1, True), (1, 2, True)])
+def test_channel_shuffle_folds_into_the_convolution_before_it(kernel, group, relu, monkeypatch):
+    """The shuffle becomes the convolution's ``shuffle`` attribute: a grouped 1x1
+    convolution with the shuffle's groups writes each group's rows at their shuffled
+    channels (on the team), others shuffle their result; equal to the three nodes."""
+    from onnxrt import parallel
+    from onnxrt.ops_cpu import _jit
+
+    jobs = []
+    team = _jit.kernels(_jit.TEAM)
+    if team is not None and team.available():
+        real = team.run
+        monkeypatch.setattr(team, "run", lambda part, *a: jobs.append(part.__wrapped__.__name__) or real(part, *a))
+        monkeypatch.setattr(team, "awake", lambda: True)
+        monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
+    x = np.random.default_rng(15).standard_normal((1, 64, 14, 14)).astype(np.float32)
+    model = _shuffle_model(kernel, group, relu)
+    s = _check_equal(model, {"x": x}, rtol=0, atol=0)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["FusedConv"]
+    assert "fold_channel_shuffles" in s[L.ORT_ENABLE_ALL].engine.plan.applied_passes
+    jobs.clear()
+    for _ in range(2):  # the first run prepares the node, the second runs what it prepared
+        y = s[L.ORT_ENABLE_ALL].run(None, {"x": x})[0]
+        assert y.shape == (1, 96, 14, 14) and y.dtype == np.float32
+        np.testing.assert_allclose(y, ort_run(model, {"x": x}), rtol=1e-5, atol=1e-5)
+    if team is not None and team.available() and kernel == 1 and group == 4:
+        assert jobs == ["pointwise_groups_part"] * 2  # written in place, shuffled
+    # channel 1 of the shuffle is the first channel of the second group
+    c = np.random.default_rng(15).standard_normal((1, 96, 14, 14)).astype(np.float32)
+    np.testing.assert_array_equal(c.reshape(1, 4, 24, 14, 14).transpose(0, 2, 1, 3, 4).reshape(1, 96, 14, 14)[0, 1], c[0, 24])
+
+
+def test_channel_shuffle_is_kept_when_its_pattern_is_not_whole():
+    x = np.random.default_rng(16).standard_normal((1, 64, 14, 14)).astype(np.float32)
+    # targets that are a shuffle of another shape of the same size fold, and keep the
+    # nodes' semantics (the kernel reshapes as they would)
+    _check_equal(_shuffle_model(second=(1, 4, 24, 196, 1), last=(1, 96, 196, 1)), {"x": x}, rtol=0, atol=0)
+    for model in [
+        _shuffle_model(extra_reader=True),  # the 5-D value is read elsewhere
+        _shuffle_model(perm=(0, 1, 2, 4, 3)),  # another transpose
+        _shuffle_model(residual=True, relu=False),  # a residual conv
+    ]:
+        s = _check_equal(model, {"x": x}, rtol=0, atol=0)
+        assert "fold_channel_shuffles" not in s[L.ORT_ENABLE_ALL].engine.plan.applied_passes
+        assert "Transpose" in _ops(s[L.ORT_ENABLE_ALL])
+
+
+def test_folded_channel_shuffle_checks_the_convolution_output():
+    """The node keeps the three nodes' semantics: an output whose size differs from the
+    shuffle's target is an error naming it; one of the same size but another shape (a
+    feed of other spatial size) is reshaped as the nodes would."""
+    from onnxrt.errors import KernelError
+    from onnxrt.ops_cpu.op_conv import conv
+
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((1, 16, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((24, 4, 1, 1)).astype(np.float32)
+    with pytest.raises(KernelError, match=r"cannot be reshaped to \[1, 4, 6, 5, 5\]"):
+        conv(x, w, group=4, shuffle=(1, 4, 6, 5, 5))
+    odd = conv(x, w, group=4, shuffle=(1, 4, 6, 49, 1))
+    plain = conv(x, w, group=4)
+    np.testing.assert_array_equal(odd, plain.reshape(1, 4, 6, 49, 1).transpose(0, 2, 1, 3, 4).reshape(1, 24, 49, 1))

@@ -1720,10 +1720,12 @@ def pointwise_groups_part(args, part):
     """Part ``part`` of a grouped 1x1 float32 convolution: for each (image, group) item of
     the part, Y[n, g] (mg, P) = W[g] (mg, cg) X[n, g] (cg, P) by one single-threaded BLAS
     call, then _epilogue's bias, residual and Relu on those rows while they are in cache.
+    With ``shuffled`` (no residual), row j of group g goes to channel j groups + g (the
+    channel shuffle folded into the convolution: Y's rows at a stride of ``groups``).
     args = (w address, x address, y address, bias address, z address, images, groups, mg,
-    cg, npix, sgemm address, bias size, z size, relu, parts); items split evenly."""
-    a = carray(_i64_at(args), 15)
-    images, groups, mg, cg, npix, parts = a[5], a[6], a[7], a[8], a[9], a[14]
+    cg, npix, sgemm address, bias size, z size, relu, shuffled, parts); items split evenly."""
+    a = carray(_i64_at(args), 16)
+    images, groups, mg, cg, npix, parts = a[5], a[6], a[7], a[8], a[9], a[15]
     items = images * groups
     w = carray(_f32_at(a[0]), groups * mg * cg)
     x = carray(_f32_at(a[1]), items * cg * npix)
@@ -1731,13 +1733,17 @@ def pointwise_groups_part(args, part):
     bias = carray(_f32_at(a[3]), a[11])
     z = carray(_f32_at(a[4]), a[12])
     relu = a[13] != 0
+    shuffled = a[14] != 0
     for item in range(items * part // parts, items * (part + 1) // parts):
         g = item % groups
-        y0 = item * mg * npix
-        _sgemm(a[10], 0, mg, npix, cg, 1.0, w, g * mg * cg, cg, x, item * cg * npix, npix, y, y0, npix)
+        if shuffled:
+            y0, row = (item - g) * mg * npix + g * npix, groups * npix
+        else:
+            y0, row = item * mg * npix, npix
+        _sgemm(a[10], 0, mg, npix, cg, 1.0, w, g * mg * cg, cg, x, item * cg * npix, npix, y, y0, row)
         if bias.size or z.size or relu:
             for ch in range(mg):
-                _epilogue(y, y0 + ch * npix, npix, bias, g * mg + ch, relu, z)
+                _epilogue(y, y0 + ch * row, npix, bias, g * mg + ch, relu, z)
 
 
 def im2col_part(args, part):

@@ -417,7 +417,7 @@ def _pointwise_groups_team(xs: np.ndarray, w: np.ndarray, n_img: int, group: int
         return None
     y = np.empty((n_img, group * mg, npix), np.float32)
     bias, relu, z = epilogue if epilogue else (_NO_BIAS, False, _NO_BIAS)
-    args = [np.ascontiguousarray(w), xs, y, bias, z, n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu)]
+    args = [np.ascontiguousarray(w), xs, y, bias, z, n_img, group, mg, cg, npix, sgemm, bias.size, z.size, int(relu), 0]
     _blas_enter(1)  # each item one single-threaded BLAS call (already so inside a large run)
     try:
         ran = _jit.team_split("pointwise_groups_part", args, n_img * group * mg * cg * npix, max_parts=n_img * group,
@@ -697,11 +697,21 @@ def _same_plan(
     return guard, seed, tuple(taps)
 
 
+def _shuffle_channels(y: np.ndarray, shuffle: Sequence[int]) -> np.ndarray:
+    # Reshape(shuffle) -> Transpose(0, 2, 1, 3, 4) -> Reshape(N, C, H, W), as the nodes did
+    n, groups, per, h, w = (int(d) for d in shuffle)
+    if y.size != n * groups * per * h * w:
+        raise KernelError(f"Conv output of shape {list(y.shape)} cannot be reshaped to {list(shuffle)} for the channel "
+                          "shuffle folded into it.")
+    return np.ascontiguousarray(y.reshape(n, groups, per, h, w).transpose(0, 2, 1, 3, 4)).reshape(n, groups * per, h, w)
+
+
 #: prepared convolutions a node keeps (one per input shape and weights seen; cleared beyond)
 PREPARED_ENTRIES = 8
 
 
-def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad, activation):
+def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad, activation,
+                   shuffle=None):
     """The result of a convolution that a prepared executor computes (None: the general path
     computes it). A node's executors are kept in ``cache`` (one dict per node: its other
     attributes never change) by input shape, weights and bias (held, so their ids stay
@@ -716,20 +726,23 @@ def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, d
             cache.clear()
         run = None
         if x.dtype == np.float32 and activation in (None, "Relu"):
-            run = _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, activation == "Relu")
+            run = _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, activation == "Relu",
+                           shuffle)
         entry = cache[key] = (w, b, run)
     if entry[0] is not w or entry[1] is not b or entry[2] is None:
         return None
     return entry[2](x, z, out)
 
 
-def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu):
+def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu, shuffle=None):
     """An executor ``run(x, z, out) -> y or None`` for one float32 image of this shape whose
     convolution conv_core would run as team jobs (1x1, grouped 1x1, depthwise, im2col of a
     small map and its product): the geometry, the path, the part counts and the argument
     blocks are settled once, and a call only allocates the output (or takes ``out``) and
     runs the jobs, with the same part functions and arguments, so the same bits. None for
-    every other case (several images, Winograd, bands, dtypes, broadcast residuals)."""
+    every other case (several images, Winograd, bands, dtypes, broadcast residuals). With
+    ``shuffle`` only a grouped 1x1 convolution whose groups are the shuffle's (no residual):
+    its rows go to their shuffled channels."""
     k = _jit.kernels()
     if k is None or x.ndim != 4 or x.shape[0] != 1 or w.dtype != np.float32 or not w.flags.c_contiguous:
         return None
@@ -752,14 +765,18 @@ def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad
     zslot = None if z is not None else _NO_BIAS
     zsize = 0 if z is None else npix * m_out
     unit = all(v == 1 for v in st) and all(v == 1 for v in dl)
+    if shuffle is not None and (tuple(shuffle) != (1, group, mg, *out_shape) or group == 1 or z is not None):
+        return None
     if kp == 1 and not any(pb) and unit and group == 1:
         w2 = w.reshape(m_out, n_ch)
         return _prepared_gemm(w2, n_ch, npix, bias, zslot, zsize, relu, sgemm, y_shape, None)
     if kp == 1 and not any(pb) and unit:
         job = _jit.TeamJob("pointwise_groups_part", [w, None, None, bias, zslot, 1, group, mg, cg, npix, sgemm, bias.size,
-                                                     zsize, int(relu)],
+                                                     zsize, int(relu), int(shuffle is not None)],
                            group * mg * cg * npix, max_parts=group, cold_total=POINTWISE_COLD_WORK)
         return _prepared_run(job, y_shape, z is not None, blas=True) if group * mg * cg * npix >= 2 * _jit.TEAM_PART else None
+    if shuffle is not None:
+        return None
     if cg == 1 and group > 1:
         if m_out != n_ch or len(kernel) != 2:
             return None
@@ -866,6 +883,7 @@ def conv(
     activation_params: Sequence[float] = (),
     out: np.ndarray | None = None,
     prepared: dict | None = None,
+    shuffle: Sequence[int] | None = None,
 ) -> np.ndarray:
     """ONNX Conv: X (N, C, *S), W (M, C/group, *K), optional B (M,) -> Y (N, M, *O).
 
@@ -881,11 +899,22 @@ def conv(
     the result and is returned: the single-image product paths write there directly.
     ``prepared``, a dict a node keeps across runs, lets a float32 image whose convolution
     runs as team jobs skip the general path's decisions (:func:`_prepare`): same results.
+    ``shuffle`` (N, G, C/G, H, W), a channel shuffle the optimiser folded into the node
+    (onnxrt.optim.channel_shuffle), reorders Y's channels as Reshape(shuffle), Transpose(0,
+    2, 1, 3, 4) and Reshape(N, C, H, W) would.
     """
     if prepared is not None and (
         y := _prepared_conv(prepared, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad,
-                            activation)
+                            activation, shuffle)
     ) is not None:
+        return y
+    if shuffle is not None:
+        y = _shuffle_channels(conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group,
+                                   kernel_shape=kernel_shape, pads=pads, strides=strides, activation=activation,
+                                   activation_params=activation_params), shuffle)
+        if out is not None:
+            np.copyto(out, y)
+            return out
         return y
     if out is not None:
         y = _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,

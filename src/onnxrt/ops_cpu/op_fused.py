@@ -71,11 +71,15 @@ class FusedConv(_Fused):
     "" is none (a residual alone)."""
 
     base_op = "Conv"
+    #: ``shuffle``: a channel shuffle folded into the node (onnxrt.optim.channel_shuffle)
+    attribute_defaults = {**_Fused.attribute_defaults, "shuffle": []}
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._inner._kw["activation"] = self._act or None
         self._inner._kw["activation_params"] = self._params
+        if self.atts_value["shuffle"]:
+            self._inner._kw["shuffle"] = tuple(int(d) for d in self.atts_value["shuffle"])
         if len(onnx_node.input) < 4 or not onnx_node.input[3]:
             self._run = self._inner._run  # type: ignore[method-assign]
 

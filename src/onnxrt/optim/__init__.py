@@ -6,7 +6,8 @@ folds constants and static shapes and removes Identity, inference Dropout and de
 per-channel Mul/Add folding into a preceding BatchNormalization,
 MatMul+Add into Gemm, Transpose folding into Gemm, activation fusion, chains of small
 dense layers into one node, residual additions into the convolution before them and
-convolutions read only by a Concat along channels into one node writing each into its block. Passes never
+convolutions read only by a Concat along channels into one node writing each into its block,
+channel shuffles into the convolution before them. Passes never
 change results beyond float rounding (tests/optim checks every conformance model).
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..functions import GraphNode
 from .bn_affine import fold_bn_affine
+from .channel_shuffle import fold_channel_shuffles
 from .concat_conv import fuse_concat_convs
 from .constant_folding import fold_constants, fold_shapes
 from .conv_bn import fold_conv_bn
@@ -47,6 +49,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fuse_dense_chain", fuse_dense_chain),
     (EXTENDED, "fuse_conv_residual", fuse_conv_residual),
     (EXTENDED, "fuse_concat_convs", fuse_concat_convs),
+    (EXTENDED, "fold_channel_shuffles", fold_channel_shuffles),
 ]
 
 
