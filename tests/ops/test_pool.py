@@ -592,3 +592,70 @@ def test_compiled_pool2d_groups_of_planes(mode, kernel, pads):
     assert y.dtype == np.float32 and y.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize(
+    "shape, kernel, pads",
+    [
+        ((1, 1), (3, 3), (1, 1, 1, 1)),
+        ((2, 2), (3, 3), (1, 1, 1, 1)),
+        ((1, 6), (3, 2), (1, 1, 1, 0)),
+        ((7, 1), (3, 3), (1, 1, 1, 1)),
+        ((7, 7), (3, 3), (1, 1, 1, 1)),
+        ((14, 14), (5, 3), (2, 0, 2, 2)),
+        ((6, 9), (4, 5), (3, 1, 0, 3)),
+        ((8, 8), (1, 3), (0, 1, 0, 1)),
+    ],
+)
+@pytest.mark.parametrize("include_pad", [0, 1])
+def test_compiled_same_size_pools_over_all_planes(mode, shape, kernel, pads, include_pad):
+    """Unit strides with an output of the input's size (pads adding up to the kernel minus
+    one) pool every plane in flat passes with each row's and plane's edge cells redone
+    (_jit_kernels.pool2d_same): equal to the numpy path on planes down to 1x1, a NaN alone
+    in a window gives NaN, a number beats NaN, -inf stays."""
+    from onnxrt.ops_cpu import _jit
+
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 6) + shape).astype(np.float32)
+    x[0, 0] = np.nan
+    x[0, 1, 0, 0] = np.nan
+    x[1, 2, -1, :] = -np.inf
+    x[1, 3, :, 0] = np.inf
+    kw = dict(strides=[1, 1], pads=list(pads), count_include_pad=include_pad)
+    assert _jit.kernels() is not None
+    y = pool(x, mode, list(kernel), **kw)
+    with _jit.disabled(), np.errstate(invalid="ignore"):  # inf - inf in a window: NaN
+        expected = pool(x, mode, list(kernel), **kw)
+    assert y.dtype == np.float32 and y.shape == x.shape == expected.shape
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+    if mode == "max":
+        np.testing.assert_array_equal(y, expected)
+        # a plane of NaN pools to NaN; one NaN among numbers only where a window holds it alone
+        assert np.isnan(y[0, 0]).all() and (shape == (1, 1) or not np.isnan(y[0, 1]).all())
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_prepared_pools_equal_the_general_path(mode):
+    """A pooling node keeps its compiled executor per input shape (pool's ``prepared``):
+    the same values as a call without it for every shape it sees, a non-contiguous input
+    and float16 going the general way."""
+    rng = np.random.default_rng(14)
+    kw = dict(strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0) if mode == "avg" else dict(strides=[2, 2])
+    cache: dict = {}
+    for shape in [(1, 8, 15, 15), (2, 3, 9, 12), (1, 8, 15, 15)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[0, 0, :3, :3] = np.nan
+        got = pool(x, mode, [3, 3], prepared=cache, **kw)
+        want = pool(x, mode, [3, 3], **kw)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    assert len(cache) == 2 and all(cache.values())
+    view = x.transpose(0, 1, 3, 2)
+    np.testing.assert_array_equal(pool(view, mode, [3, 3], prepared=cache, **kw), pool(np.ascontiguousarray(view), mode, [3, 3], **kw))
+    half = x.astype(np.float16)
+    np.testing.assert_array_equal(pool(half, mode, [3, 3], prepared=cache, **kw), pool(half, mode, [3, 3], **kw))
+    assert len(cache) == 2
+    with pytest.raises(KernelError, match="rank 4"):
+        pool(x[0], mode, [3, 3], prepared=cache, **kw)

@@ -8,6 +8,7 @@ from math import prod
 
 import numpy as np
 
+from .. import parallel
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from . import _jit
@@ -393,6 +394,68 @@ def _nan_only_windows(src: np.ndarray, part: np.ndarray, kernel, strides, dilati
     part[lost & (seen == 1)] = np.nan
 
 
+def _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode):
+    # the kernel, strides, dilations, pads at the beginning and end, and the output's spatial shape
+    if kernel_shape is None or len(kernel_shape) == 0:
+        raise KernelError("Attribute 'kernel_shape' is required for pooling.")
+    nd = len(kernel_shape)
+    if len(x_shape) != nd + 2:
+        raise KernelError(f"X must have rank {nd + 2} (N, C and {nd} spatial axes of 'kernel_shape'), got shape {list(x_shape)}.")
+    kernel = tuple(int(k) for k in kernel_shape)
+    if any(k < 1 for k in kernel):
+        raise KernelError(f"Attribute 'kernel_shape' must hold values >= 1, got {list(kernel)}.")
+    s = spatial_attr(strides, nd, 1, "strides")
+    d = spatial_attr(dilations, nd, 1, "dilations")
+    pb, pe, out_shape = window_geometry(x_shape[2:], kernel, s, d, pads, auto_pad, bool(ceil_mode))
+    return kernel, s, d, pb, pe, out_shape
+
+
+def _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale):
+    """``run(x) -> y``: the numba loop pool2d over the float32 planes of a C-contiguous x,
+    as one team job (blocks of planes) or split over the pool."""
+    planes = full[0] * full[1]
+    inv = np.ascontiguousarray(np.broadcast_to(scale, full[:2] + tuple(out_shape))[0, 0], dtype=_F32) if mode == "avg" else _NO_SCALE
+    (kh, kw), (sh, sw), (dh, dw) = kernel, s, d
+    is_max = mode == "max"
+    job = _jit.TeamJob("pool_part", [None, None, inv, planes, *in_shape, *out_shape, *inv.shape, kh, kw, sh, sw, dh, dw,
+                                     pb[0], pb[1], int(is_max)],
+                       planes * prod(out_shape) * prod(kernel), max_parts=planes, part_size=POOL_TEAM_PART,
+                       cold_total=2 * JIT_SPLIT_WORK)
+    min_part = max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel)))
+
+    def run(x: np.ndarray) -> np.ndarray:
+        y = np.empty(full, _F32)
+        if not job(x, y):
+            planes3 = x.reshape((planes,) + tuple(in_shape))
+            y3 = y.reshape((planes,) + tuple(out_shape))
+            _jit.split(planes, lambda lo, hi: k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1],
+                                                       is_max, inv), min_part)
+        return y
+
+    return run
+
+
+def _prepare_pool(x_shape, mode, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, count_include_pad):
+    """The compiled path's executor for float32 inputs of this shape (False where pool()
+    takes another path: other ranks, Lp, one window per plane, empty outputs, errors)."""
+    k = _jit.kernels()
+    if k is None or mode not in ("max", "avg"):
+        return False
+    try:
+        kernel, s, d, pb, pe, out_shape = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
+                                                         ceil_mode)
+    except KernelError:
+        return False  # pool() raises it
+    in_shape = tuple(x_shape[2:])
+    full = tuple(x_shape[:2]) + tuple(out_shape)
+    lengths = [(o - 1) * st + (kk - 1) * dl + 1 for o, st, kk, dl in zip(out_shape, s, kernel, d)]
+    one_window = not any(pb) and tuple(lengths) == in_shape and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
+    if len(kernel) != 2 or 0 in full or one_window:
+        return False
+    scale = _inverse_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad), _F32) if mode == "avg" else None
+    return _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale)
+
+
 def pool(
     x: np.ndarray,
     mode: str,
@@ -407,6 +470,7 @@ def pool(
     p: float = 2,
     storage_order: int = 0,
     with_indices: bool = False,
+    prepared: dict | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Sliding-window pooling of X (N, C, *S): ``mode`` is ``max``, ``avg`` or ``lp``.
 
@@ -416,23 +480,27 @@ def pool(
     NaN), like onnxruntime; average divides by the cells inside the input, or inside the
     declared pads with ``count_include_pad``; Lp is ``(sum |x|^p)^(1/p)`` with zero padding.
     float16/bfloat16 compute in float32. ``with_indices`` (max only) also returns the
-    int64 flat indices of the maxima (see :func:`_max_with_indices`).
+    int64 flat indices of the maxima (see :func:`_max_with_indices`). ``prepared``, a dict
+    a node keeps across runs (same attributes at every call), keeps the compiled 2-D
+    float32 path's executor per input shape: its geometry, scale and team job are settled
+    once (same results).
     """
+    if prepared is not None and not with_indices and type(x) is np.ndarray and x.dtype == _F32 and x.flags.c_contiguous:
+        key = (x.shape, parallel.current_threads())
+        run = prepared.get(key)
+        if run is None:
+            if len(prepared) >= 8:
+                prepared.clear()
+            run = prepared[key] = _prepare_pool(x.shape, mode, kernel_shape, strides, pads, dilations, auto_pad,
+                                                ceil_mode, count_include_pad)
+        if run:
+            return run(x)
     x = np.asarray(x)
     if mode not in POOL_MODES:
         raise KernelError(f"Pooling mode {mode!r} is unknown, expected one of {list(POOL_MODES)!r}.")
-    if kernel_shape is None or len(kernel_shape) == 0:
-        raise KernelError("Attribute 'kernel_shape' is required for pooling.")
-    nd = len(kernel_shape)
-    if x.ndim != nd + 2:
-        raise KernelError(f"X must have rank {nd + 2} (N, C and {nd} spatial axes of 'kernel_shape'), got shape {list(x.shape)}.")
-    kernel = tuple(int(k) for k in kernel_shape)
-    if any(k < 1 for k in kernel):
-        raise KernelError(f"Attribute 'kernel_shape' must hold values >= 1, got {list(kernel)}.")
-    s = spatial_attr(strides, nd, 1, "strides")
-    d = spatial_attr(dilations, nd, 1, "dilations")
+    kernel, s, d, pb, pe, out_shape = _pool_geometry(x.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)
+    nd = len(kernel)
     in_shape = x.shape[2:]
-    pb, pe, out_shape = window_geometry(in_shape, kernel, s, d, pads, auto_pad, bool(ceil_mode))
     out_dtype = x.dtype
     cdt = _pool_dtype(x.dtype)
     full = (x.shape[0], x.shape[1]) + out_shape
@@ -468,21 +536,7 @@ def pool(
     )
 
     if nd == 2 and cdt == _F32 and mode != "lp" and not one_window and (k := _jit.kernels()) is not None:
-        # the numba loop: per output row, one vectorised max/add per tap over the columns it reaches
-        inv = np.ascontiguousarray(np.broadcast_to(scale, full[:2] + tuple(out_shape))[0, 0], dtype=_F32) if mode == "avg" else _NO_SCALE
-        planes3 = np.ascontiguousarray(xs).reshape((planes,) + tuple(in_shape))
-        y3 = y.reshape((planes,) + tuple(out_shape))
-        (kh, kw), (sh, sw), (dh, dw) = kernel, s, d
-
-        def compiled(lo: int, hi: int) -> None:
-            k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1], mode == "max", inv)
-
-        args = [planes3, y3, inv, planes, *in_shape, *out_shape, *inv.shape,
-                kh, kw, sh, sw, dh, dw, pb[0], pb[1], int(mode == "max")]
-        if not _jit.team_split("pool_part", args, planes * prod(out_shape) * prod(kernel), max_parts=planes,
-                               part_size=POOL_TEAM_PART, cold_total=2 * JIT_SPLIT_WORK):
-            _jit.split(planes, compiled, max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel))))
-        y = y.reshape(full)
+        y = _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale)(np.ascontiguousarray(xs))
         return y if y.dtype == out_dtype else y.astype(out_dtype)
 
     def work(lo: int, hi: int) -> None:
@@ -568,11 +622,14 @@ class _PoolBase(OpRun):
             ceil_mode=getattr(self, "ceil_mode", 0) or 0,
         )
         self._threads = session_threads(options)
+        self._prepared: dict = {}
 
     def run_pool(self, x, mode: str, **kw):
-        """:func:`pool` under the session's intra-op thread cap."""
+        """:func:`pool` under the session's intra-op thread cap, with the node's prepared executors."""
+        if self._threads is None:
+            return pool(x, mode, self.kernel_shape, **self._kw, **kw, prepared=self._prepared)
         with limit_threads(self._threads):
-            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
+            return pool(x, mode, self.kernel_shape, **self._kw, **kw, prepared=self._prepared)
 
 
 @register("MaxPool", versions=(1, 8, 10, 11, 12, 22))
