@@ -736,13 +736,13 @@ def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, d
 
 def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu, shuffle=None):
     """An executor ``run(x, z, out) -> y or None`` for one float32 image of this shape whose
-    convolution conv_core would run as team jobs (1x1, grouped 1x1, depthwise, im2col of a
-    small map and its product): the geometry, the path, the part counts and the argument
-    blocks are settled once, and a call only allocates the output (or takes ``out``) and
-    runs the jobs, with the same part functions and arguments, so the same bits. None for
-    every other case (several images, Winograd, bands, dtypes, broadcast residuals). With
-    ``shuffle`` only a grouped 1x1 convolution whose groups are the shuffle's (no residual):
-    its rows go to their shuffled channels."""
+    convolution conv_core would run as team jobs (1x1, grouped 1x1, depthwise, Winograd's
+    three stages for read-only weights, im2col of a small map and its product): the
+    geometry, the path, the part counts and the argument blocks are settled once, and a
+    call only allocates the output (or takes ``out``) and runs the jobs, with the same part
+    functions and arguments, so the same bits. None for every other case (several images,
+    bands, dtypes, broadcast residuals). With ``shuffle`` only a grouped 1x1 convolution
+    whose groups are the shuffle's (no residual): its rows go to their shuffled channels."""
     k = _jit.kernels()
     if k is None or x.ndim != 4 or x.shape[0] != 1 or w.dtype != np.float32 or not w.flags.c_contiguous:
         return None
@@ -785,8 +785,11 @@ def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad
                                               *st, *dl, *pb, bias.size, zsize, int(relu)],
                            n_ch * npix * kp, max_parts=n_ch, cold_total=2 * _JIT_PART_TAPS)
         return _prepared_run(job, y_shape, z is not None, blas=False)
-    if (group != 1 or len(kernel) != 2 or npix >= BAND_MIN_PIXELS
-            or _winograd_fits(kernel, group, np.dtype(np.float32), st, dl, n_ch, m_out, out_shape)):
+    if _winograd_fits(kernel, group, np.dtype(np.float32), st, dl, n_ch, m_out, out_shape):
+        u = _winograd_weights(w)
+        return None if u is None else _prepared_winograd(x.shape, u, pb, tuple(out_shape), bias, zslot, zsize, relu,
+                                                         sgemm, y_shape)
+    if group != 1 or len(kernel) != 2 or npix >= BAND_MIN_PIXELS:
         return None
     depth = n_ch * kp
     im2col = _jit.TeamJob("im2col_part", [None, None, n_ch, *x.shape[2:], *out_shape, *kernel, *st, *dl, *pb],
@@ -818,6 +821,48 @@ def _prepared_run(job, y_shape, residual: bool, blas: bool):
             if blas:
                 _blas_exit(1)
         return y if ran else None
+
+    return run
+
+
+def _prepared_winograd(x_shape, u, pb, out_shape, bias, zslot, zsize, relu, sgemm, y_shape):
+    # _conv_winograd's three team jobs for one image (each with its fallback on the caller)
+    k = _jit.kernels()
+    _, n_ch, height, width = x_shape
+    m_out = u.shape[1]
+    out_h, out_w = out_shape
+    th, tw = (out_h + 1) // 2, (out_w + 1) // 2
+    tiles = th * tw
+    pt, pl = int(pb[0]), int(pb[1])
+    stage_in = _jit.TeamJob("wino_input_part", [None, None, n_ch, height, width, pt, pl, th, tw], n_ch * tiles * 16,
+                            max_parts=n_ch, part_size=WINO_TEAM_PART)
+    product = _jit.TeamJob("wino_gemm_part", [u, None, None, m_out, n_ch, tiles, sgemm], 16 * m_out * n_ch * tiles,
+                           max_parts=16, part_size=_jit.GEMM_TEAM_PART)
+    stage_out = _jit.TeamJob("wino_output_part", [None, None, m_out, out_h, out_w, th, tw, bias, bias.size, int(relu),
+                                                  zslot, zsize], m_out * tiles * 16, max_parts=m_out,
+                             part_size=WINO_TEAM_PART)
+    residual = zslot is None
+
+    def run(x, z, out):
+        if not x.flags.c_contiguous or (residual and not z.flags.c_contiguous) or (
+                out is not None and not _writable_block(out, y_shape)):
+            return None
+        y = np.empty(y_shape, np.float32) if out is None else out
+        xi, yi = x[0], y[0]
+        v = scratch("wino_v", (16, n_ch, tiles), np.float32)
+        mx = scratch("wino_m", (16, m_out, tiles), np.float32)
+        if not stage_in(xi, v):
+            k.wino_input(xi, v, 0, n_ch, pt, pl, th, tw)
+        _blas_enter(1)
+        try:
+            if not product(v, mx):
+                np.matmul(u, v, out=mx)
+        finally:
+            _blas_exit(1)
+        zi = z.reshape(-1) if residual else _NO_BIAS
+        if not (stage_out(mx, yi, zi) if residual else stage_out(mx, yi)):
+            k.wino_output(mx, yi, 0, m_out, th, tw, bias, relu, zi)
+        return y
 
     return run
 
