@@ -1277,8 +1277,12 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
 
 
 def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
-    """A Conv+Relu model whose 3x3 layer takes the Winograd path, against onnxruntime."""
+    """A Conv+Relu model whose 3x3 layer takes the Winograd path (the node's prepared
+    executor, made once for the input shape), against onnxruntime."""
     calls = _winograd_calls(monkeypatch)
+    prepared = []
+    real = op_conv._prepared_winograd
+    monkeypatch.setattr(op_conv, "_prepared_winograd", lambda *a: prepared.append(a[0]) or real(*a))
     rng = np.random.default_rng(33)
     w = (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float32)
     b = rng.standard_normal(64).astype(np.float32)
@@ -1290,9 +1294,12 @@ def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
     )
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
     x = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
-    got = onnxrt.InferenceSession(data).run(None, {"X": x})[0]
+    sess = onnxrt.InferenceSession(data)
+    got = sess.run(None, {"X": x})[0]
     want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
-    assert calls == [(1, 64, 28, 28)]  # the model's initializer: read-only, transformed once
+    np.testing.assert_array_equal(sess.run(None, {"X": x})[0], got)
+    # the model's initializer: read-only, transformed once, prepared once
+    assert calls == [] and prepared == [(1, 64, 28, 28)]
     assert got.dtype == np.float32 and got.shape == (1, 64, 28, 28)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
