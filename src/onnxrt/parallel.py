@@ -24,7 +24,18 @@ import numpy as np
 # per-thread scratch buffers (a session may run from several threads at once)
 # ---------------------------------------------------------------------------------------
 
-_TLS = threading.local()
+class _ThreadState(threading.local):
+    """What a thread keeps: its scratch buffers, thread cap, run scope and whether it runs a
+    pool loop's chunk. Class-level defaults: a missing attribute of a threading.local costs
+    0.7 us to look up (an exception inside getattr), a default 0.07."""
+
+    buffers: dict | None = None
+    threads: int | None = None
+    scope: Any = None
+    in_loop: bool = False
+
+
+_TLS = _ThreadState()
 #: buffers above this many bytes are allocated per call instead of kept
 _MAX_KEPT_BYTES = 256 << 20
 

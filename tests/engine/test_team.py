@@ -37,7 +37,16 @@ def spy(monkeypatch):
             calls.append((part.__wrapped__.__name__, parts))
         return ran
 
+    kept = team.run_kept
+
+    def run_kept(block, address, slots, arrays, addr, part, parts, workers):  # prepared jobs (_jit.TeamJob)
+        ran = kept(block, address, slots, arrays, addr, part, parts, workers)
+        if ran:
+            calls.append((part.__wrapped__.__name__, parts))
+        return ran
+
     monkeypatch.setattr(team, "run", run)
+    monkeypatch.setattr(team, "run_kept", run_kept)
     monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
     # short jobs go to the team only when a worker is awake (a hot run): make them deterministic
     monkeypatch.setattr(team, "awake", lambda: True)
@@ -519,9 +528,10 @@ def test_prepared_convolutions_read_the_weights_at_each_call_and_fall_back(spy, 
     other = w.copy()
     np.testing.assert_array_equal(conv(x, other, b, z, pads=[1] * 4, activation="Relu", prepared=cache), second)
     assert len(cache) == 2 and all(entry[0] is w or entry[0] is other for entry in cache.values())
-    real = team.run
-    monkeypatch.setattr(team, "run", lambda part, *a: False if part.__wrapped__.__name__ == "gemm_part" else real(part, *a))
+    real = team.run_kept  # the spy's: prepared jobs go through run_kept
+    monkeypatch.setattr(team, "run_kept", lambda *a: False if a[5].__wrapped__.__name__ == "gemm_part" else real(*a))
     late = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    monkeypatch.setattr(team, "run_kept", lambda *a: False)
     monkeypatch.setattr(team, "run", lambda *a: False)
     none = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
     for got in (late, none):

@@ -559,8 +559,9 @@ def test_channel_shuffle_folds_into_the_convolution_before_it(kernel, group, rel
     jobs = []
     team = _jit.kernels(_jit.TEAM)
     if team is not None and team.available():
-        real = team.run
+        real, kept = team.run, team.run_kept
         monkeypatch.setattr(team, "run", lambda part, *a: jobs.append(part.__wrapped__.__name__) or real(part, *a))
+        monkeypatch.setattr(team, "run_kept", lambda *a: jobs.append(a[5].__wrapped__.__name__) or kept(*a))
         monkeypatch.setattr(team, "awake", lambda: True)
         monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
     x = np.random.default_rng(15).standard_normal((1, 64, 14, 14)).astype(np.float32)
@@ -610,3 +611,22 @@ def test_folded_channel_shuffle_checks_the_convolution_output():
     odd = conv(x, w, group=4, shuffle=(1, 4, 6, 49, 1))
     plain = conv(x, w, group=4)
     np.testing.assert_array_equal(odd, plain.reshape(1, 4, 6, 49, 1).transpose(0, 2, 1, 3, 4).reshape(1, 24, 49, 1))
+
+
+def test_convolutions_into_a_concatenation_follow_weights_of_another_shape():
+    """ConvConcat keeps its blocks' layout for inputs and weights of the shapes it last saw:
+    weights fed with another output-channel count (a graph input) get a new layout."""
+    rng = np.random.default_rng(18)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Conv", ["x", "w3"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["a", "c"], ["y"], axis=1)]
+    model = _model(nodes, [("x", F, [1, 8, 9, 9]), ("w1", F, None)], [("y", F, None)],
+                   [("w3", (rng.standard_normal((6, 8, 3, 3)) * 0.2).astype(np.float32))])
+    s = _sessions(model)
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["ConvConcat"]
+    x = rng.standard_normal((1, 8, 9, 9)).astype(np.float32)
+    for m in (4, 10, 4):
+        w1 = rng.standard_normal((m, 8, 1, 1)).astype(np.float32)
+        (got,) = s[L.ORT_ENABLE_ALL].run(None, {"x": x, "w1": w1})
+        (want,) = s[L.ORT_DISABLE_ALL].run(None, {"x": x, "w1": w1})
+        assert got.shape == want.shape == (1, m + 6, 9, 9) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -134,7 +134,7 @@ class TeamJob:
     about 3 us per call instead of team_split's ~10 (measured on two cores, 20-40 once
     the interpreter's caches are cold behind a large kernel). Holds the fixed arrays."""
 
-    __slots__ = ("parts", "cold", "fn", "template", "slots", "keep", "workers")
+    __slots__ = ("parts", "cold", "fn", "block", "block_address", "slots", "keep", "workers", "team", "address")
 
     def __init__(self, part: str, args: list, total: int, max_parts: int = 64, part_size: int = TEAM_PART,
                  cold_total: int = 0) -> None:
@@ -146,11 +146,15 @@ class TeamJob:
         self.cold = total < cold_total
         self.workers = threads - 1
         k = kernels()
+        if k is None:
+            self.parts = 0
         self.slots = tuple(i for i, a in enumerate(args) if a is None)
         self.keep = [a for a in args if type(a) is np.ndarray]
-        self.template = np.array([0 if a is None else k.address(a) if type(a) is np.ndarray else a
-                                  for a in args] + [self.parts], np.int64) if k is not None else None
-        self.fn = k.part_function(part) if k is not None and self.parts else None
+        self.team, self.address = team, k.address if k is not None else None
+        self.block = np.array([0 if a is None else k.address(a) if type(a) is np.ndarray else a
+                               for a in args] + [self.parts], np.int64) if k is not None else None
+        self.block_address = k.address(self.block) if k is not None else 0
+        self.fn = k.part_function(part) if self.parts else None
 
     def __call__(self, *arrays: np.ndarray) -> bool:
         """Run the job with these arrays in the ``None`` slots; False when nothing ran (as
@@ -159,14 +163,11 @@ class TeamJob:
         if not self.parts:
             return False
         parallel.TEAM_JOBS[0] += 1
-        team = _LOADED[TEAM]
+        team = self.team
         if self.cold and not team.awake():  # type: ignore[union-attr]
             return False
-        block = self.template.copy()  # type: ignore[union-attr]
-        address = _LOADED[CORE].address  # type: ignore[union-attr]
-        for slot, a in zip(self.slots, arrays):
-            block[slot] = address(a)
-        return team.run(self.fn, block, self.parts, self.workers)  # type: ignore[union-attr]
+        return team.run_kept(self.block, self.block_address, self.slots, arrays, self.address,  # type: ignore[union-attr]
+                             self.fn, self.parts, self.workers)
 
 
 #: multiply-adds per part of a product on the team (at least ~50 us of one core) and

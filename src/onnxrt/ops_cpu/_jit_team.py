@@ -346,6 +346,24 @@ def available() -> bool:
     return _SYSCALL is not None
 
 
+def run_kept(block: np.ndarray, block_address: int, slots, arrays, address, part, parts: int, workers: int) -> bool:
+    """:func:`run` for a job whose int64 argument block its caller keeps (a prepared job,
+    _jit.TeamJob): the addresses of ``arrays`` go into the block's ``slots`` while the team
+    is held, so concurrent callers of one job never share a block (one of them finds the
+    team busy and gets False)."""
+    if _SYSCALL is None or not _BUSY.acquire(blocking=False):
+        return False
+    try:
+        if _STARTED.get("pid") != os.getpid():
+            _start(workers)
+        for slot, a in zip(slots, arrays):
+            block[slot] = address(a)
+        team_run(_CTL, part.address, block_address, parts, _SYSCALL)
+    finally:
+        _BUSY.release()
+    return True
+
+
 def run(part, args: np.ndarray, parts: int, workers: int) -> bool:
     """Run ``part(args, i)`` for i in [0, parts) on the caller and ``workers`` team threads
     (``part``: a numba cfunc ``void(int64, int64)``, such as _jit_kernels' ``*_part``);

@@ -1028,6 +1028,10 @@ class Conv(OpRun):
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
         if self._threads is None:
-            return (conv(x, w, b, **self._kw),)
+            kw = self._kw
+            # the prepared executor straight away (conv's keywords cost a few microseconds)
+            y = _prepared_conv(kw["prepared"], x, w, b, None, None, kw["group"], kw["kernel_shape"], kw["strides"],
+                               kw["dilations"], kw["pads"], kw["auto_pad"], kw.get("activation"), kw.get("shuffle"))
+            return (conv(x, w, b, **kw) if y is None else y,)
         with limit_threads(self._threads):
             return (conv(x, w, b, **self._kw),)

@@ -34,12 +34,14 @@ class ConvConcat(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._convs: list = []
+        self._layout: tuple = (None, None)
         for data, since in zip(self.atts_value["segments"], self.atts_value["since_versions"]):
             if not data:
                 self._convs.append(None)
                 continue
             proto = NodeProto()
-            proto.ParseFromString(data)
+            # attribute strings that are valid UTF-8 come decoded (_op._decode): the same bytes back
+            proto.ParseFromString(data.encode("utf-8") if isinstance(data, str) else data)
             cls, version = lookup(proto.op_type, proto.domain, int(since))  # type: ignore[misc]
             op = cls(proto, None, **{**options, "since_version": version})
             inner = getattr(op, "_inner", op)  # FusedConv's Conv holds the keywords, activation included
@@ -47,6 +49,13 @@ class ConvConcat(OpRun):
 
     def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
         segs = [inputs[4 * i: 4 * i + 4] for i in range(len(self._convs))]
+        # the layout of the last one-image float32 call, kept for inputs and weights of the
+        # same shapes and types (the segments' geometry costs more than their products on
+        # small maps)
+        key = tuple((x.shape, x.dtype, w.shape if type(w) is np.ndarray else w) if type(x) is np.ndarray else None
+                    for x, w in zip(inputs[::4], inputs[1::4]))
+        if key == self._layout[0]:
+            return (self._into(self._layout[1], segs),)
         shapes = []
         direct = True
         for spec, (x, w, b, z) in zip(self._convs, segs):
@@ -68,16 +77,23 @@ class ConvConcat(OpRun):
             parts = [np.asarray(x) if spec is None else self._conv(spec, x, w, b, z, None)
                      for spec, (x, w, b, z) in zip(self._convs, segs)]
             return (concat(*parts, axis=1),)
-        y = np.empty((1, sum(s[1] for s in shapes)) + tuple(first[2:]), _F32)
+        layout = ((1, sum(s[1] for s in shapes)) + tuple(first[2:]), [s[1] for s in shapes])
+        if None not in key:
+            self._layout = (key, layout)
+        return (self._into(layout, segs),)
+
+    def _into(self, layout, segs) -> np.ndarray:
+        # one image: each segment written into its block of the output (contiguous)
+        y = np.empty(layout[0], _F32)
         c0 = 0
-        for spec, shape, (x, w, b, z) in zip(self._convs, shapes, segs):
-            block = y[:, c0:c0 + shape[1]]  # contiguous: one image
+        for spec, channels, (x, w, b, z) in zip(self._convs, layout[1], segs):
+            block = y[:, c0:c0 + channels]
             if spec is None:
                 np.copyto(block, x)
             else:
                 self._conv(spec, x, w, b, z, block)
-            c0 += shape[1]
-        return (y,)
+            c0 += channels
+        return y
 
     @staticmethod
     def _conv(spec, x, w, b, z, out):
