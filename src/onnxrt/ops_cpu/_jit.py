@@ -134,7 +134,7 @@ class TeamJob:
     about 3 us per call instead of team_split's ~10 (measured on two cores, 20-40 once
     the interpreter's caches are cold behind a large kernel). Holds the fixed arrays."""
 
-    __slots__ = ("parts", "cold", "fn", "block", "block_address", "slots", "keep", "workers", "team", "address")
+    __slots__ = ("parts", "cold", "fn", "name", "block", "block_address", "slots", "keep", "workers", "team", "address")
 
     def __init__(self, part: str, args: list, total: int, max_parts: int = 64, part_size: int = TEAM_PART,
                  cold_total: int = 0) -> None:
@@ -154,7 +154,9 @@ class TeamJob:
         self.block = np.array([0 if a is None else k.address(a) if type(a) is np.ndarray else a
                                for a in args] + [self.parts], np.int64) if k is not None else None
         self.block_address = k.address(self.block) if k is not None else 0
-        self.fn = k.part_function(part) if self.parts else None
+        # the part function is loaded at the job's first run on the team (each one loaded
+        # from numba's cache adds resident memory: jobs a cold first run declines never pay it)
+        self.fn, self.name = None, part
 
     def __call__(self, *arrays: np.ndarray) -> bool:
         """Run the job with these arrays in the ``None`` slots; False when nothing ran (as
@@ -166,6 +168,8 @@ class TeamJob:
         team = self.team
         if self.cold and not team.awake():  # type: ignore[union-attr]
             return False
+        if self.fn is None:
+            self.fn = _LOADED[CORE].part_function(self.name)  # type: ignore[union-attr]
         return team.run_kept(self.block, self.block_address, self.slots, arrays, self.address,  # type: ignore[union-attr]
                              self.fn, self.parts, self.workers)
 

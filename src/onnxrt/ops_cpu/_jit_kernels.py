@@ -753,9 +753,6 @@ def pool2d(x, y, kh, kw, sh, sw, dh, dw, pt, pl, is_max, inv):
     zeros) and multiplies by ``inv`` (OH, OW), 1 / the count of cells that count."""
     planes, height, width = x.shape
     out_h, out_w = y.shape[1], y.shape[2]
-    if sh == 1 and sw == 1 and dh == 1 and dw == 1 and out_h == height and out_w == width and pt < kh and pl < kw:
-        pool2d_same(x, y, kh, kw, pt, pl, is_max, inv)
-        return
     pitch = (out_w - 1) * sw + (kw - 1) * dw + 1
     rows = (out_h - 1) * sh + (kh - 1) * dh + 1
     span = out_h * pitch - (kw - 1) * dw  # cells whose row reduction stays inside the column-reduced plane
@@ -1894,6 +1891,19 @@ def pool_part(args, part):
     y = carray(_f32_at(a[1]), (planes, out_h, out_w))[lo:hi]
     inv = carray(_f32_at(a[2]), (a[8], a[9]))
     pool2d(x, y, a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18] != 0, inv)
+
+
+def pool_same_part(args, part):
+    """Part ``part`` of pool2d_same over blocks of whole planes: pool_part's args (the
+    strides and dilations 1). Its own part function: a model without same-size pools never
+    loads its code (each compiled function loaded from numba's cache is resident memory)."""
+    a = carray(_i64_at(args), 20)
+    planes, height, width, parts = a[3], a[4], a[5], a[19]
+    lo, hi = planes * part // parts, planes * (part + 1) // parts
+    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
+    y = carray(_f32_at(a[1]), (planes, height, width))[lo:hi]
+    inv = carray(_f32_at(a[2]), (a[8], a[9]))
+    pool2d_same(x, y, a[10], a[11], a[16], a[17], a[18] != 0, inv)
 
 
 def affine_part(args, part):

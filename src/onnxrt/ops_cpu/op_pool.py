@@ -417,19 +417,27 @@ def _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale):
     inv = np.ascontiguousarray(np.broadcast_to(scale, full[:2] + tuple(out_shape))[0, 0], dtype=_F32) if mode == "avg" else _NO_SCALE
     (kh, kw), (sh, sw), (dh, dw) = kernel, s, d
     is_max = mode == "max"
-    job = _jit.TeamJob("pool_part", [None, None, inv, planes, *in_shape, *out_shape, *inv.shape, kh, kw, sh, sw, dh, dw,
-                                     pb[0], pb[1], int(is_max)],
+    # unit strides and dilations with an output of the input's size: pool2d_same's flat passes
+    same = (sh, sw, dh, dw) == (1, 1, 1, 1) and tuple(out_shape) == tuple(in_shape) and pb[0] < kh and pb[1] < kw
+    job = _jit.TeamJob("pool_same_part" if same else "pool_part",
+                       [None, None, inv, planes, *in_shape, *out_shape, *inv.shape, kh, kw, sh, sw, dh, dw, pb[0], pb[1],
+                        int(is_max)],
                        planes * prod(out_shape) * prod(kernel), max_parts=planes, part_size=POOL_TEAM_PART,
                        cold_total=2 * JIT_SPLIT_WORK)
     min_part = max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel)))
+
+    def block(x3: np.ndarray, y3: np.ndarray) -> None:
+        if same:
+            k.pool2d_same(x3, y3, kh, kw, pb[0], pb[1], is_max, inv)
+        else:
+            k.pool2d(x3, y3, kh, kw, sh, sw, dh, dw, pb[0], pb[1], is_max, inv)
 
     def run(x: np.ndarray) -> np.ndarray:
         y = np.empty(full, _F32)
         if not job(x, y):
             planes3 = x.reshape((planes,) + tuple(in_shape))
             y3 = y.reshape((planes,) + tuple(out_shape))
-            _jit.split(planes, lambda lo, hi: k.pool2d(planes3[lo:hi], y3[lo:hi], kh, kw, sh, sw, dh, dw, pb[0], pb[1],
-                                                       is_max, inv), min_part)
+            _jit.split(planes, lambda lo, hi: block(planes3[lo:hi], y3[lo:hi]), min_part)
         return y
 
     return run
