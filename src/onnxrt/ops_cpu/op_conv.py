@@ -322,8 +322,9 @@ def _flat_out(out: np.ndarray | None, rows: int, cols: int) -> np.ndarray | None
 #: multiply-adds of one image's convolution product from which it is split in two on the
 #: team while its workers are awake (inside a run), from BLAS_THREADS_FROM on also when they
 #: sleep. squeezenet's squeeze layers have 16-64 output channels and 2.5M-6M multiply-adds,
-#: which OpenBLAS runs at 60 GFLOPS on one core: the model measured 8.1 -> 7.6 ms
-CONV_TEAM_FROM = 1 << 21
+#: which OpenBLAS runs at 60 GFLOPS on one core: the model measured 8.1 -> 7.6 ms from 2M;
+#: from 1M (its 13x13 expand and squeeze layers, 1.6M-2.1M) 7.19 -> 6.95 and 8.48 -> 8.27
+CONV_TEAM_FROM = 1 << 20
 
 
 def _product_with_epilogue(w2: np.ndarray, cols: np.ndarray, epilogue: list | None,
