@@ -1238,8 +1238,8 @@ def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pa
 
 
 def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypatch):
-    """Odd maps (tiles wasting over a fifth of their pixels), few input channels, strides,
-    dilations and groups keep the direct paths; weights a caller could still write are never transformed (a cached
+    """Odd maps (tiles wasting over 5%), few input channels, strides, dilations and groups keep
+    the direct paths; weights a caller could still write are never transformed (a cached
     transform would go stale); a transform lives as long as its weights."""
     import gc
 
@@ -1251,7 +1251,7 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
     calls = _winograd_calls(monkeypatch)
     w = _read_only(rng.standard_normal((32, 32, 3, 3)).astype(np.float32))
     for shape, kw in [
-        ((1, 32, 7, 7), dict(pads=[1, 1, 1, 1])),  # 4x4 tiles for 7x7 pixels: 23% wasted
+        ((1, 32, 13, 13), dict(pads=[1, 1, 1, 1])),  # 7x7 tiles for 13x13 pixels: 14% wasted
         ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], strides=[2, 2])),
         ((1, 32, 14, 14), dict(pads=[2, 2, 2, 2], dilations=[2, 2])),
         ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], group=2)),
@@ -1260,11 +1260,6 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
         conv(rng.standard_normal(shape).astype(np.float32), ww, **kw)
     conv(rng.standard_normal((1, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]), pads=[1, 1, 1, 1])
     assert calls == []
-    x13 = rng.standard_normal((1, 32, 13, 13)).astype(np.float32)  # 7x7 tiles for 13x13 pixels: 14% wasted
-    y13 = conv(x13, w, pads=[1, 1, 1, 1])
-    assert calls == [(1, 32, 13, 13)] and y13.shape == (1, 32, 13, 13)
-    np.testing.assert_allclose(y13, conv(x13, w.copy(), pads=[1, 1, 1, 1]), rtol=1e-4, atol=1e-4)  # the direct path
-    calls.clear()
     x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
     writable = w.copy()
     y0 = conv(x, writable, pads=[1, 1, 1, 1])

@@ -212,17 +212,13 @@ def conv_core(
 
 
 #: input channels from which a 3x3 convolution with unit strides goes by Winograd F(2x2, 3x3)
-#: (:func:`_conv_winograd`), when its 2x2 tiles waste at most a fifth of their pixels
-#: (WINO_MAX_WASTE). The products' depth is C where im2col's is 9 C: measured on one core
-#: against im2col and one product, 0.65-0.8 the time at 64 -> 96 (28x28), 96 -> 128 (14x14),
-#: 128 -> 128 (28x28), 256 -> 256 (14x14), 128 -> 32 (28x28, densenet's), 0.85 at 32 -> 32
-#: (56x56); 1.7 at 16 -> 64 (55x55)
+#: (:func:`_conv_winograd`), when its 2x2 tiles waste at most 5% of their pixels (odd maps
+#: such as 7x7, 13x13 and 27x27 waste 7-23%). The products' depth is C where im2col's is
+#: 9 C: measured on one core against im2col and one product, 0.65-0.8 the time at 64 -> 96
+#: (28x28), 96 -> 128 (14x14), 128 -> 128 (28x28), 256 -> 256 (14x14), 128 -> 32 (28x28,
+#: densenet's), 0.85 at 32 -> 32 (56x56); 1.7 at 16 -> 64 (55x55); 1.05-1.15 at 13x13 and
+#: 7x7 (but for 224 -> 224: 0.9)
 WINO_MIN_CHANNELS = 32
-#: the share of the tiles' pixels outside the output from which the direct paths stay:
-#: 13x13 (14%) and 27x27 (7%) maps gain since the output transform runs flat (squeezenet
-#: 6.64 -> 6.52 ms, inception_v1 24.2 -> 22.6 in-process A/B; at 5%, as before, they went
-#: direct); 7x7 (23%) measured slower (resnet50, densenet121 and inception_v2 unchanged)
-WINO_MAX_WASTE = 0.2
 _WINO_WEIGHTS: dict[int, tuple] = {}
 
 
@@ -231,7 +227,7 @@ def _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_sh
     return (
         tuple(kernel) == (3, 3) and group == 1 and dtype == np.float32 and tuple(strides) == (1, 1)
         and tuple(dilations) == (1, 1) and n_ch >= WINO_MIN_CHANNELS and m_out >= 16
-        and prod(out_shape) >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 4 * (1 - WINO_MAX_WASTE)
+        and prod(out_shape) * 20 >= ((out_shape[0] + 1) // 2) * ((out_shape[1] + 1) // 2) * 76
     )
 
 
