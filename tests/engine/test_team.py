@@ -255,9 +255,10 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
 
 
 def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy, monkeypatch):
-    """im2col planes (strided, dilated, padded), max and average pooling planes (the
-    same-size average by its own part function) and the rows of BatchNormalization's scale
-    and shift (+ Relu) split over the team: the same bits as the serial loops."""
+    """im2col planes (strided, dilated, padded), max and average pooling planes (the 3x3
+    stride-2 max and the same-size average by their own part functions) and the rows of
+    BatchNormalization's scale and shift (+ Relu) split over the team: the same bits as the
+    serial loops."""
     from onnxrt.ops_cpu.op_batch_normalization import _apply
     from onnxrt.ops_cpu.op_conv import conv
     from onnxrt.ops_cpu.op_pool import pool
@@ -278,7 +279,7 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
         ]
 
     got = run_all()
-    assert [name for name, _ in spy] == ["im2col_part", "pool_part", "pool_same_part", "affine_part", "affine_part"]
+    assert [name for name, _ in spy] == ["im2col_part", "pool_s2_part", "pool_same_part", "affine_part", "affine_part"]
     monkeypatch.setattr(_jit, "team_split", lambda *a, **kw: False)
     for g, r in zip(got, run_all()):
         assert g.dtype == np.float32 and g.shape == r.shape

@@ -419,7 +419,9 @@ def _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale):
     is_max = mode == "max"
     # unit strides and dilations with an output of the input's size: pool2d_same's flat passes
     same = (sh, sw, dh, dw) == (1, 1, 1, 1) and tuple(out_shape) == tuple(in_shape) and pb[0] < kh and pb[1] < kw
-    job = _jit.TeamJob("pool_same_part" if same else "pool_part",
+    # 3x3 windows at strides 2: pool2d_s2's rows (no pass over the columns the stride skips)
+    s2 = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1)
+    job = _jit.TeamJob("pool_same_part" if same else "pool_s2_part" if s2 else "pool_part",
                        [None, None, inv, planes, *in_shape, *out_shape, *inv.shape, kh, kw, sh, sw, dh, dw, pb[0], pb[1],
                         int(is_max)],
                        planes * prod(out_shape) * prod(kernel), max_parts=planes, part_size=POOL_TEAM_PART,
@@ -429,6 +431,8 @@ def _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale):
     def block(x3: np.ndarray, y3: np.ndarray) -> None:
         if same:
             k.pool2d_same(x3, y3, kh, kw, pb[0], pb[1], is_max, inv)
+        elif s2:
+            k.pool2d_s2(x3, y3, pb[0], pb[1], is_max, inv)
         else:
             k.pool2d(x3, y3, kh, kw, sh, sw, dh, dw, pb[0], pb[1], is_max, inv)
 
