@@ -659,3 +659,32 @@ def test_prepared_pools_equal_the_general_path(mode):
     assert len(cache) == 2
     with pytest.raises(KernelError, match="rank 4"):
         pool(x[0], mode, [3, 3], prepared=cache, **kw)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("pads, ceil_mode", [((0, 0, 0, 0), 0), ((0, 0, 0, 0), 1), ((1, 1, 1, 1), 0), ((0, 0, 1, 1), 0),
+                                             ((1, 0, 0, 1), 1), ((2, 2, 2, 2), 0)])
+def test_compiled_stride_two_pools_equal_the_general_loop(mode, pads, ceil_mode):
+    """3x3 windows at strides 2 go by _jit_kernels.pool2d_s2 (rows joined, then each output's
+    three cells): the same bits as the general loop pool2d, on planes down to 1x1, with a
+    window of NaN alone (NaN), a number beating NaN, -inf rows and padding-only windows."""
+    from onnxrt.ops_cpu import _jit
+
+    k = _jit.kernels()
+    if k is None:
+        pytest.skip("no numba")
+    rng = np.random.default_rng(15)
+    for shape in [(9, 10), (3, 3), (2, 5), (1, 1), (14, 14)]:
+        x = rng.standard_normal((3,) + shape).astype(np.float32)
+        x[0, :2, :2] = np.nan
+        x[1, -1, :] = -np.inf
+        pb, pe, out = window_geometry(shape, (3, 3), (2, 2), (1, 1), list(pads), "NOTSET", bool(ceil_mode))
+        if 0 in out:
+            continue
+        inv = np.full(out, 1 / 9, np.float32) if mode == "avg" else np.ones((1, 1), np.float32)
+        want = np.full((3,) + tuple(out), 7, np.float32)
+        got = want.copy()
+        k.pool2d(x, want, 3, 3, 2, 2, 1, 1, pb[0], pb[1], mode == "max", inv)
+        k.pool2d_s2(x, got, pb[0], pb[1], mode == "max", inv)
+        np.testing.assert_array_equal(got, want)
+        assert not (got == 7).any()
