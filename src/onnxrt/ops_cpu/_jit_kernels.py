@@ -1955,28 +1955,29 @@ def wino_output_part(args, part):
     wino_output(mx, y, m * part // parts, m * (part + 1) // parts, th, tw, bias, a[9] != 0, z)
 
 
-def pool_part(args, part):
-    """Part ``part`` of pool2d over blocks of whole planes: args = (x address, y address,
-    scale address, planes, height, width, out_h, out_w, scale rows, scale columns, kh, kw,
-    sh, sw, dh, dw, pt, pl, is_max, parts)."""
+@njit(**_INLINE)
+def _pool_part_arrays(args, part):
+    # pool_part's argument block and its block of planes: (block, x, y, scale)
     a = carray(_i64_at(args), 20)
     planes, height, width, out_h, out_w, parts = a[3], a[4], a[5], a[6], a[7], a[19]
     lo, hi = planes * part // parts, planes * (part + 1) // parts
     x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
     y = carray(_f32_at(a[1]), (planes, out_h, out_w))[lo:hi]
-    inv = carray(_f32_at(a[2]), (a[8], a[9]))
+    return a, x, y, carray(_f32_at(a[2]), (a[8], a[9]))
+
+
+def pool_part(args, part):
+    """Part ``part`` of pool2d over blocks of whole planes: args = (x address, y address,
+    scale address, planes, height, width, out_h, out_w, scale rows, scale columns, kh, kw,
+    sh, sw, dh, dw, pt, pl, is_max, parts)."""
+    a, x, y, inv = _pool_part_arrays(args, part)
     pool2d(x, y, a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18] != 0, inv)
 
 
 def pool_s2_part(args, part):
     """Part ``part`` of pool2d_s2 over blocks of whole planes: pool_part's args (3x3 windows,
     strides 2, dilations 1). Its own part function, as pool_same_part."""
-    a = carray(_i64_at(args), 20)
-    planes, height, width, out_h, out_w, parts = a[3], a[4], a[5], a[6], a[7], a[19]
-    lo, hi = planes * part // parts, planes * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
-    y = carray(_f32_at(a[1]), (planes, out_h, out_w))[lo:hi]
-    inv = carray(_f32_at(a[2]), (a[8], a[9]))
+    a, x, y, inv = _pool_part_arrays(args, part)
     pool2d_s2(x, y, a[16], a[17], a[18] != 0, inv)
 
 
@@ -1984,12 +1985,7 @@ def pool_same_part(args, part):
     """Part ``part`` of pool2d_same over blocks of whole planes: pool_part's args (the
     strides and dilations 1). Its own part function: a model without same-size pools never
     loads its code (each compiled function loaded from numba's cache is resident memory)."""
-    a = carray(_i64_at(args), 20)
-    planes, height, width, parts = a[3], a[4], a[5], a[19]
-    lo, hi = planes * part // parts, planes * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
-    y = carray(_f32_at(a[1]), (planes, height, width))[lo:hi]
-    inv = carray(_f32_at(a[2]), (a[8], a[9]))
+    a, x, y, inv = _pool_part_arrays(args, part)
     pool2d_same(x, y, a[10], a[11], a[16], a[17], a[18] != 0, inv)
 
 
