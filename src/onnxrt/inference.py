@@ -299,7 +299,7 @@ class OnnxInference:
         # user errors: onnxrt, like onnxruntime, computes them silently. Matrix products use
         # BLAS's own threads; other large kernels split over onnxrt's pool (onnxrt.parallel);
         # SessionOptions.intra_op_num_threads caps both
-        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self):
+        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
@@ -307,18 +307,19 @@ class OnnxInference:
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
         feeds = self.validate_feeds(inputs)
         eager = self._eager_blas or _large_feed(feeds)
-        if eager or self._threads is not None:
-            with np.errstate(all="ignore"), RunScope(self._threads, eager, self):
+        if _FP_STATE is None:
+            with np.errstate(all="ignore"), RunScope(self._threads, eager, self, self.plan.uses_blas):
                 values = self.plan.run_dict(feeds)
-        elif _FP_STATE is not None:  # a small run with default threads: its scope would change nothing
+        else:
             token = _FP_STATE.set(_FP_IGNORE)
             try:
-                values = self.plan.run_dict(feeds)
+                if eager or self._threads is not None:
+                    with RunScope(self._threads, eager, self, self.plan.uses_blas):
+                        values = self.plan.run_dict(feeds)
+                else:  # a small run with default threads: its scope would change nothing
+                    values = self.plan.run_dict(feeds)
             finally:
                 _FP_STATE.reset(token)
-        else:
-            with np.errstate(all="ignore"):
-                values = self.plan.run_dict(feeds)
         out = []
         for s in self.plan._output_slots:
             v = values[s]

@@ -349,13 +349,16 @@ class RunScope:
     alone: their products stay below OpenBLAS's threading threshold. Kernels split over
     the pool run BLAS single-threaded inside their loops (:func:`parallel_for`). A class
     rather than a generator-based manager because its cost counts on small graphs. Nested
-    scopes (a run inside a kernel) defer to the outer one."""
+    scopes (a run inside a kernel) defer to the outer one. ``uses_blas`` False (a plan none
+    of whose kernels calls BLAS) leaves BLAS's thread count alone: setting and restoring
+    it cost 25-45 us a run behind a large kernel."""
 
-    __slots__ = ("blas", "eager", "heated", "jobs", "outer", "owner", "previous", "threads")
+    __slots__ = ("blas", "eager", "heated", "jobs", "outer", "owner", "previous", "threads", "uses_blas")
 
-    def __init__(self, threads: int | None, eager: bool = False, owner: Any = None):
+    def __init__(self, threads: int | None, eager: bool = False, owner: Any = None, uses_blas: bool = True):
         self.threads = threads
         self.eager = eager
+        self.uses_blas = uses_blas
         #: the session running (its ``team_jobs``, the team jobs of its last run, decides
         #: whether this run keeps the team's workers awake)
         self.owner = owner
@@ -373,7 +376,7 @@ class RunScope:
             _TLS.threads = self.threads
         if self.outer is None:
             n = 1 if self.eager else self.threads if self.threads is not None and self.threads < KERNEL_THREADS else 0
-            if n:
+            if n and self.uses_blas:
                 self.blas = n
                 _blas_enter(n)
             if self.owner is not None:

@@ -231,6 +231,9 @@ class Plan:
         self.n_slots = len(self.slots) + 2
         self._output_slots = tuple(self.slots[n] for n in self.output_names)
         self._input_slots = tuple(self.slots[n] for n in self.input_names)
+        #: whether some kernel may call BLAS (OpRun.uses_blas): runs of other plans leave
+        #: BLAS's thread count as it is (RunScope)
+        self.uses_blas = any(getattr(st.op, "uses_blas", True) for st in self.steps)
 
         # --- liveness: release a value after its last reader ----------------------------------
         keep = set(self._output_slots) | {self.slots[n] for n in self.initializers}

@@ -157,6 +157,43 @@ def test_pool_loops_without_blas_leave_its_thread_count_alone(monkeypatch):
     assert calls == [("enter", 1), ("exit", 1)] and done.tolist() == [2] * 8
 
 
+def test_runs_of_plans_without_blas_kernels_leave_its_thread_count_alone(monkeypatch):
+    """A large run whose kernels never call BLAS (OpRun.uses_blas False: element-wise
+    tables, reductions, Softmax, layout operators) does not set BLAS's thread count; one
+    with a MatMul holds it at one thread, and so does a custom kernel (True by default)."""
+    from onnxrt import parallel
+    from onnxrt.ops_cpu._op import OpRun
+
+    calls = []
+    monkeypatch.setattr(parallel, "_blas_enter", lambda n: calls.append(("enter", n)))
+    monkeypatch.setattr(parallel, "_blas_exit", lambda n: calls.append(("exit", n)))
+    n = 256
+    x = np.random.default_rng(1).standard_normal((n, n)).astype(np.float32)
+    F = TensorProto.FLOAT
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    cases = (
+        ("Sigmoid", {}, 1 / (1 + np.exp(-x))),
+        ("Softmax", {"axis": -1}, e / e.sum(axis=-1, keepdims=True)),
+        ("ReduceSum", {"keepdims": 1}, x.sum(dtype=np.float64).reshape(1, 1)),
+        ("Transpose", {"perm": [1, 0]}, x.T),
+    )
+    for op, atts, want in cases:
+        model = make_single_node_model(op, [("X", F, [n, n])], [("Y", F, None)], **atts)
+        sess = onnxrt.InferenceSession(model.SerializeToString())
+        assert sess._engine.plan.uses_blas is False
+        (y,) = sess.run(None, {"X": x})
+        assert y.dtype == np.float32 and y.shape == want.shape
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-3)
+        assert calls == [], op
+    mm = make_single_node_model("MatMul", [("A", F, [n, n]), ("B", F, [n, n])], [("Y", F, [n, n])])
+    sess = onnxrt.InferenceSession(mm.SerializeToString())
+    assert sess._engine.plan.uses_blas is True
+    (y,) = sess.run(None, {"A": x, "B": x})
+    np.testing.assert_allclose(y, x @ x, rtol=1e-4, atol=1e-3)
+    assert calls[0] == ("enter", 1) and calls[-1] == ("exit", 1)
+    assert OpRun.uses_blas is True
+
+
 def test_parallel_matmul_equals_numpy():
     from onnxrt import parallel
 

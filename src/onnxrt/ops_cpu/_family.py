@@ -140,6 +140,7 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
             "__doc__": spec.doc or f"{spec.name} (versions {list(spec.versions)}): table-generated kernel.",
             "__module__": fn.__module__ if hasattr(fn, "__module__") and fn.__module__ else __name__,
             "kernel": staticmethod(fn),
+            "uses_blas": False,  # element-wise tables and window functions
             **spec.extra,
         },
     )

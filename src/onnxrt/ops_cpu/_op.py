@@ -96,6 +96,10 @@ class OpRun:
     input_names: ClassVar[tuple[str, ...]] = ()
     #: set True when the kernel needs the engine's context (outer-scope values for subgraphs)
     needs_context: ClassVar[bool] = False
+    #: False when the kernel never calls a BLAS product (numpy's matmul, dot, ...): a run
+    #: whose kernels all say so leaves BLAS's thread count alone (setting and restoring it
+    #: cost 25-45 us a run behind a large kernel). True, the safe value, by default.
+    uses_blas: ClassVar[bool] = True
 
     def __init__(self, onnx_node: NodeProto, desc: dict[str, Any] | None = None, **options: Any):
         self.onnx_node = onnx_node

@@ -248,7 +248,8 @@ def _make_class(row: Reduction) -> type[OpRun]:
         f"{row.name} (versions {list(row.versions)}): axes as attribute before {row.axes_input_since}, "
         f"as an optional int64 input (with noop_with_empty_axes) from {row.axes_input_since}."
     )
-    cls = type(row.name, (OpRun,), {"__init__": __init__, "_run": _run, "__doc__": doc, "__module__": __name__, "kernel": staticmethod(kernel)})
+    cls = type(row.name, (OpRun,), {"__init__": __init__, "_run": _run, "__doc__": doc, "__module__": __name__, "kernel": staticmethod(kernel),
+                                  "uses_blas": False})  # einsum without optimize: its own loops, no BLAS
     return register(row.name, versions=row.versions)(cls)
 
 

@@ -256,6 +256,7 @@ class Cast(OpRun):
     """Cast: 1 ('to' is a type name string), 6 ('to' an integer), 9 (strings), 13 (bfloat16),
     19 (float 8 types, saturate), 21 (int4/uint4), 23 (float4e2m1; infinities saturate for the
     FNUZ types too), 24 (float8e8m0, round_mode), 25 (int2/uint2), 28 (float6)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -286,6 +287,7 @@ class Cast(OpRun):
 class CastLike(OpRun):
     """CastLike: the first input cast to the element type of the second (same rules as Cast);
     19 (float 8, saturate), 21 (int4/uint4), 23 (float4e2m1), 24 (float8e8m0, round_mode), 25 (int2/uint2)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

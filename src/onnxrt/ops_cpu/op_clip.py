@@ -56,6 +56,7 @@ class Clip(OpRun):
     type, as the spec says: a float infinity becomes the largest finite value (as
     onnxruntime does; onnx.reference leaves it infinite).
     """
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -37,6 +37,7 @@ def concat(*inputs: np.ndarray, axis: int = 1) -> np.ndarray:
 @register("Concat", versions=(1, 4, 11, 13))
 class Concat(OpRun):
     """Concat: 1 (axis optional, default 1), 4 (axis required, all types), 11 (negative axis), 13 (bfloat16)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -45,6 +45,7 @@ class Constant(OpRun):
 
     The tensor is built once, read-only; the engine copies it before handing it to a caller.
     """
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

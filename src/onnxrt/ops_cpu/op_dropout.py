@@ -56,6 +56,7 @@ class Dropout(OpRun):
     The mask output is bool from version 10; versions 1 to 7 declare it of the data type, so it
     holds 1.0 for kept elements and 0.0 for dropped ones.
     """
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

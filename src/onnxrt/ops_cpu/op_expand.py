@@ -44,6 +44,7 @@ def expand(data: np.ndarray, shape, options: dict[str, Any] | None = None) -> np
 @register("Expand", versions=(8, 13))
 class Expand(OpRun):
     """Expand: 8, 13 (bfloat16). The output is materialised (not a broadcast view)."""
+    uses_blas = False
 
     def _run(self, data, shape, attributes=None, verbose=0, fLOG=None):
         return (expand(data, shape, self.options),)

@@ -24,6 +24,7 @@ def flatten(data: np.ndarray, axis: int = 1) -> np.ndarray:
 @register("Flatten", versions=(1, 9, 11, 13, 21, 23, 24, 25))
 class Flatten(OpRun):
     """Flatten: 1, 9 (all types), 11 (negative axis; accepted at every version, as onnxruntime does), 13+ (new types)."""
+    uses_blas = False
 
     def _run(self, data, attributes=None, verbose=0, fLOG=None):
         return (flatten(data, self.axis),)

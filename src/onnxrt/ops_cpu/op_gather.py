@@ -35,6 +35,7 @@ def gather(data: np.ndarray, indices: np.ndarray, axis: int = 0) -> np.ndarray:
 @register("Gather", versions=(1, 11, 13))
 class Gather(OpRun):
     """Gather: 1 (non-negative indices), 11 (negative indices), 13 (bfloat16)."""
+    uses_blas = False
 
     def _run(self, data, indices, attributes=None, verbose=0, fLOG=None):
         return (gather(data, indices, axis=self.axis),)

@@ -92,6 +92,7 @@ def pad(
 class Pad(OpRun):
     """Pad: 1 (paddings attribute), 2 (pads and value attributes), 11 (pads and constant_value
     inputs, integers), 13 (bfloat16, strings, bool), 18 (axes input), 19 (wrap mode), 21+ (new types)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -48,6 +48,7 @@ def reshape(data: np.ndarray, shape, allowzero: int = 0) -> np.ndarray:
 @register("Reshape", versions=(1, 5, 13, 14, 19, 21, 23, 24, 25))
 class Reshape(OpRun):
     """Reshape: 1 (shape attribute), 5 (shape input), 13, 14 (allowzero), 19+ (new element types)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

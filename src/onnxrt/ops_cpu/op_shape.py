@@ -15,6 +15,7 @@ def shape(data: np.ndarray, start: int = 0, end: int | None = None) -> np.ndarra
 
 @register("Shape", versions=(1, 13, 15, 19, 21, 23, 24, 25))
 class Shape(OpRun):
+    uses_blas = False
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._start = self.atts_value.get("start") or 0

@@ -58,6 +58,7 @@ def slice_(data: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:
 @register("Slice", versions=(1, 10, 11, 13))
 class Slice(OpRun):
     """Slice: 1 (starts/ends/axes attributes), 10 (inputs, steps), 11 (negative axes), 13 (bfloat16)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -135,6 +135,7 @@ def hardmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarra
 
 class _AxisOp(OpRun):
     _kernel = staticmethod(softmax)
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

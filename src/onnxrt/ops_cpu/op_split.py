@@ -46,6 +46,7 @@ def split(data: np.ndarray, split=None, axis: int = 0, num_outputs: int | None =
 class Split(OpRun):
     """Split: 1 (split attribute or second input), 2 and 11 (split attribute; 11 negative axis),
     13 (split input), 18 (num_outputs attribute: uneven last part)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

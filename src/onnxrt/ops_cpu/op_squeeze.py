@@ -37,6 +37,7 @@ def unsqueeze(data: np.ndarray, axes) -> np.ndarray:
 @register("Squeeze", versions=_VERSIONS)
 class Squeeze(OpRun):
     """Squeeze: 1 and 11 (axes attribute; 11 allows negative axes), 13+ (axes input)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -49,6 +50,7 @@ class Squeeze(OpRun):
 @register("Unsqueeze", versions=_VERSIONS)
 class Unsqueeze(OpRun):
     """Unsqueeze: 1 and 11 (axes attribute; 11 allows negative axes), 13+ (axes input)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

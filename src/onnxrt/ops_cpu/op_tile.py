@@ -31,6 +31,7 @@ def tile(data: np.ndarray, repeats, options: dict[str, Any] | None = None) -> np
 @register("Tile", versions=(1, 6, 13))
 class Tile(OpRun):
     """Tile: 1 (inputs tiles and axis: repeat along one axis), 6 (repeats input, one count per axis), 13 (bfloat16)."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -130,6 +130,7 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
 @register("Transpose", versions=(1, 13, 21, 23, 24, 25))
 class Transpose(OpRun):
     """Transpose: 1, 13 (bfloat16), 21+ (float8, int4, float4, int2 types); perm defaults to reversed axes."""
+    uses_blas = False
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -25,6 +25,7 @@ def where(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 @register("Where", versions=(9, 16))
 class Where(OpRun):
     """Where: 9, 16 (bfloat16)."""
+    uses_blas = False
 
     def _run(self, condition, x, y, attributes=None, verbose=0, fLOG=None):
         return (where(condition, x, y),)
