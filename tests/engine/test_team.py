@@ -29,23 +29,14 @@ def _large(seed: int) -> np.ndarray:
 def spy(monkeypatch):
     """The team's jobs: (part function name, parts) per run that went to the team."""
     calls = []
-    real = team.run
-
-    def run(part, args, parts, workers):
-        ran = real(part, args, parts, workers)
-        if ran:
-            calls.append((part.__wrapped__.__name__, parts))
-        return ran
-
     kept = team.run_kept
 
-    def run_kept(block, address, slots, arrays, addr, part, parts, workers):  # prepared jobs (_jit.TeamJob)
+    def run_kept(block, address, slots, arrays, addr, part, parts, workers):  # every job (team_split, TeamJob)
         ran = kept(block, address, slots, arrays, addr, part, parts, workers)
         if ran:
             calls.append((part.__wrapped__.__name__, parts))
         return ran
 
-    monkeypatch.setattr(team, "run", run)
     monkeypatch.setattr(team, "run_kept", run_kept)
     monkeypatch.setattr(parallel, "KERNEL_THREADS", 2)
     # short jobs go to the team only when a worker is awake (a hot run): make them deterministic
@@ -533,7 +524,6 @@ def test_prepared_convolutions_read_the_weights_at_each_call_and_fall_back(spy, 
     monkeypatch.setattr(team, "run_kept", lambda *a: False if a[5].__wrapped__.__name__ == "gemm_part" else real(*a))
     late = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
     monkeypatch.setattr(team, "run_kept", lambda *a: False)
-    monkeypatch.setattr(team, "run", lambda *a: False)
     none = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
     for got in (late, none):
         assert got.dtype == np.float32 and got.shape == (1, 64, 30, 30) and (got >= 0).all()

@@ -121,9 +121,18 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
     if total < cold_total and not team.awake():
         return False
     k = kernels()
-    # a compiled address() costs 0.5 us where ndarray.ctypes.data costs 2
-    block = np.array([k.address(a) if type(a) is np.ndarray else a for a in args] + [parts], np.int64)
-    return team.run(k.part_function(part), block, parts, threads - 1)
+    # the arrays' addresses go into their slots in the team's compiled call (run_kept)
+    values, slots, arrays = [], [], []
+    for i, a in enumerate(args):
+        if type(a) is np.ndarray:
+            slots.append(i)
+            arrays.append(a)
+            values.append(0)
+        else:
+            values.append(a)
+    values.append(parts)
+    block = np.array(values, np.int64)
+    return team.run_kept(block, 0, slots, arrays, k.address, k.part_function(part), parts, threads - 1)
 
 
 class TeamJob:

@@ -236,6 +236,21 @@ def team_run(ctl, fn, args, parts, syscall):
 
 
 @njit(nogil=True, cache=True)
+def team_run_kept(ctl, fn, block, s0, a0, s1, a1, s2, a2, parts, syscall):
+    """team_run for a kept argument block: the data addresses of a0, a1, a2 go into its
+    slots s0, s1, s2 first (-1: no array). One compiled call where the Python side paid
+    a call and an item assignment per array and one for the run (about 12 us a job once
+    the interpreter's caches are cold behind a large kernel)."""
+    if s0 >= 0:
+        block[s0] = a0.ctypes.data
+    if s1 >= 0:
+        block[s1] = a1.ctypes.data
+    if s2 >= 0:
+        block[s2] = a2.ctypes.data
+    team_run(ctl, fn, block.ctypes.data, parts, syscall)
+
+
+@njit(nogil=True, cache=True)
 def team_worker(ctl, spin_cycles, syscall):
     """A worker's whole life: take parts of each new job, spin ``spin_cycles`` after it,
     then sleep on the futex until the next job wakes it."""
@@ -279,7 +294,9 @@ _SYSCALL = _syscall_address()
 _CTL = np.zeros(_CTL_WORDS, np.int64)
 #: one job at a time: a caller that finds the team busy runs its kernel another way
 _BUSY = threading.Lock()
-_STARTED: dict[str, int] = {}  # "pid" -> the process whose workers were started
+#: "pid" -> the process whose workers were started; a forked child empties it
+#: (_after_fork_in_child), so its being non-empty means this process's workers run
+_STARTED: dict[str, int] = {}
 
 
 #: what a pool loop or a threaded product subtracts from HOT while it runs (any count of
@@ -290,14 +307,14 @@ COLD = 1 << 20
 def awake() -> bool:
     """Whether the workers are awake (spinning after a job, or kept awake by a hot run):
     a job given now starts on them within microseconds."""
-    return _STARTED.get("pid") == os.getpid() and _CTL[_SLEEP] == 0
+    return bool(_STARTED) and _CTL[_SLEEP] == 0
 
 
 def heat(delta: int) -> bool:
     """A large run starts (+1: workers stay awake, yielding their core, until every such
     run has ended) or ends (-1, only after a +1 that returned True). False (nothing done)
     before the team's first job in this process."""
-    if _SYSCALL is None or _STARTED.get("pid") != os.getpid():
+    if _SYSCALL is None or not _STARTED:
         return False
     team_heat(_CTL, delta, _SYSCALL)
     return True
@@ -308,11 +325,6 @@ def _cycles_per_us() -> float:
     time.sleep(0.002)
     c1, t1 = _tsc(), time.perf_counter()
     return max((c1 - c0) / ((t1 - t0) * 1e6), 1.0)
-
-
-@njit(nogil=True, cache=True)
-def _address_of(a):
-    return a.ctypes.data  # 0.5 us; ndarray.ctypes.data costs 2
 
 
 @njit(cache=True)
@@ -347,33 +359,30 @@ def available() -> bool:
 
 
 def run_kept(block: np.ndarray, block_address: int, slots, arrays, address, part, parts: int, workers: int) -> bool:
-    """:func:`run` for a job whose int64 argument block its caller keeps (a prepared job,
-    _jit.TeamJob): the addresses of ``arrays`` go into the block's ``slots`` while the team
-    is held, so concurrent callers of one job never share a block (one of them finds the
-    team busy and gets False)."""
+    """Run ``part(block address, i)`` for i in [0, parts) on the caller and ``workers`` team
+    threads (``part``: a numba cfunc ``void(int64, int64)``, such as _jit_kernels'
+    ``*_part``); False (nothing ran) when the team is not available or busy with another
+    caller's job. ``block`` is the job's int64 argument block (``block_address`` its
+    address, or 0 to find it): the addresses of ``arrays`` go into its ``slots`` while the
+    team is held, so concurrent callers of one kept block (a prepared job, _jit.TeamJob)
+    never share it. Up to three arrays, by one compiled call (team_run_kept)."""
     if _SYSCALL is None or not _BUSY.acquire(blocking=False):
         return False
     try:
-        if _STARTED.get("pid") != os.getpid():
+        if not _STARTED:  # emptied in a forked child (_after_fork_in_child)
             _start(workers)
-        for slot, a in zip(slots, arrays):
-            block[slot] = address(a)
-        team_run(_CTL, part.address, block_address, parts, _SYSCALL)
-    finally:
-        _BUSY.release()
-    return True
-
-
-def run(part, args: np.ndarray, parts: int, workers: int) -> bool:
-    """Run ``part(args, i)`` for i in [0, parts) on the caller and ``workers`` team threads
-    (``part``: a numba cfunc ``void(int64, int64)``, such as _jit_kernels' ``*_part``);
-    False (nothing ran) when the team is not available or busy with another caller's job."""
-    if _SYSCALL is None or not _BUSY.acquire(blocking=False):
-        return False
-    try:
-        if _STARTED.get("pid") != os.getpid():
-            _start(workers)
-        team_run(_CTL, part.address, _address_of(args), parts, _SYSCALL)
+        n = len(arrays)
+        if n <= 3:
+            # unused slots get -1 and the block itself as a stand-in array
+            a0 = arrays[0] if n > 0 else block
+            a1 = arrays[1] if n > 1 else block
+            a2 = arrays[2] if n > 2 else block
+            team_run_kept(_CTL, part.address, block, slots[0] if n > 0 else -1, a0, slots[1] if n > 1 else -1, a1,
+                          slots[2] if n > 2 else -1, a2, parts, _SYSCALL)
+        else:
+            for slot, a in zip(slots, arrays):
+                block[slot] = address(a)
+            team_run(_CTL, part.address, block_address or address(block), parts, _SYSCALL)
     finally:
         _BUSY.release()
     return True
