@@ -1017,6 +1017,17 @@ def _conv(x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     return to_output(y, x.dtype)
 
 
+def conv_node(kw: dict, x, w, b=None, z=None, out=None) -> np.ndarray:
+    """``conv(x, w, b, z, out=out, **kw)`` for a node's keywords (``conv_attributes``, with
+    its ``prepared`` dict): the prepared executor straight away, conv's keyword handling
+    only when it declines (that costs a few microseconds a call)."""
+    prepared = kw.get("prepared")
+    y = None if prepared is None else _prepared_conv(
+        prepared, x, w, b, z, out, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"], kw["pads"],
+        kw["auto_pad"], kw.get("activation"), kw.get("shuffle"))
+    return conv(x, w, b, z, out=out, **kw) if y is None else y
+
+
 @register("Conv", versions=(1, 11, 22))
 class Conv(OpRun):
     """Conv: 1, 11 (same semantics), 22 (bfloat16). Kernel: :func:`conv`."""
@@ -1029,10 +1040,6 @@ class Conv(OpRun):
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
         if self._threads is None:
-            kw = self._kw
-            # the prepared executor straight away (conv's keywords cost a few microseconds)
-            y = _prepared_conv(kw["prepared"], x, w, b, None, None, kw["group"], kw["kernel_shape"], kw["strides"],
-                               kw["dilations"], kw["pads"], kw["auto_pad"], kw.get("activation"), kw.get("shuffle"))
-            return (conv(x, w, b, **kw) if y is None else y,)
+            return (conv_node(self._kw, x, w, b),)
         with limit_threads(self._threads):
-            return (conv(x, w, b, **self._kw),)
+            return (conv_node(self._kw, x, w, b),)

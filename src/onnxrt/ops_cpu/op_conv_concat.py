@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy as np
 from onnx import NodeProto
 
@@ -11,7 +9,7 @@ from ..parallel import limit_threads
 from ..registry import lookup, register
 from ._op import OpRun
 from .op_concat import concat
-from .op_conv import conv, conv_geometry
+from .op_conv import conv_geometry, conv_node
 
 FUSED_DOMAIN = "onnxrt"
 _F32 = np.dtype(np.float32)
@@ -98,5 +96,7 @@ class ConvConcat(OpRun):
     @staticmethod
     def _conv(spec, x, w, b, z, out):
         kw, threads, _ = spec
-        with limit_threads(threads) if threads is not None else nullcontext():
-            return conv(x, w, b, z, out=out, **kw)
+        if threads is None:
+            return conv_node(kw, x, w, b, z, out)
+        with limit_threads(threads):
+            return conv_node(kw, x, w, b, z, out)

@@ -84,13 +84,13 @@ class FusedConv(_Fused):
             self._run = self._inner._run  # type: ignore[method-assign]
 
     def _run(self, x, w, b=None, z=None, attributes=None, verbose=0, fLOG=None):
-        from .op_conv import conv
+        from .op_conv import conv_node
 
         inner = self._inner
         if inner._threads is None:
-            return (conv(x, w, b, z, **inner._kw),)
+            return (conv_node(inner._kw, x, w, b, z),)
         with limit_threads(inner._threads):
-            return (conv(x, w, b, z, **inner._kw),)
+            return (conv_node(inner._kw, x, w, b, z),)
 
 
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)
