@@ -7,6 +7,7 @@ import numpy as np
 
 from ..dtypes import np_dtype
 from ..errors import InvalidAttributeError, KernelError
+from ._minifloat import INT_FORMATS, encode_float, encode_int
 
 #: integer quantized types -> (lowest, highest) representable value
 INT_RANGES: dict[np.dtype, tuple[int, int]] = {
@@ -91,6 +92,10 @@ def saturate_cast(values: np.ndarray, dtype: np.dtype, saturate: bool = True, ro
     * float 4/6 types: round to nearest even and clamp: they encode neither infinity nor NaN,
       so ``saturate`` does not apply (spec of QuantizeLinear-25).
 
+    The 2/4-bit integers and the float 8/6/4 types are encoded by onnxrt
+    (:mod:`._minifloat`), not by ml_dtypes' conversions, whose out-of-range results changed
+    between its versions.
+
     With ``rounded`` the caller hands over ``values`` (a float array of its own): it may be
     overwritten.
     """
@@ -107,12 +112,11 @@ def saturate_cast(values: np.ndarray, dtype: np.dtype, saturate: bool = True, ro
         np.clip(out, lo, hi, out=out)
         if out.size and np.isnan(out.min()):
             out[np.isnan(out)] = lo
+        if dtype in INT_FORMATS:
+            return encode_int(out, dtype)  # in range and integral by now: the value itself
         return out.astype(dtype)
-    fmax = FLOAT_MAX.get(dtype)
-    if fmax is not None:
-        if saturate or dtype in SMALL_FLOAT_TYPES:
-            values = np.clip(values, -fmax, fmax)
-        return values.astype(dtype)
+    if dtype in FLOAT_MAX:
+        return encode_float(values, dtype, saturate=saturate)  # float 4/6 saturate whatever the flag
     if dtype.kind == "f" or dtype in _HALF_TYPES:
         return values.astype(dtype)
     raise KernelError(f"Cannot quantize to element type {dtype}.")

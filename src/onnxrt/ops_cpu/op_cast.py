@@ -13,6 +13,7 @@ from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from . import _fastmath as fm
 from . import _jit
+from ._minifloat import FLOAT_FORMATS, INT_FORMATS, encode_float, encode_int
 from ._op import OpRun
 
 _OBJECT = np.dtype(object)
@@ -21,13 +22,7 @@ _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
-_FNUZ = frozenset(np.dtype(t) for t in (ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz))
-#: the float 8 types the saturate tables of the spec cover -> their largest finite value
-_FLOAT8_MAX = {
-    np.dtype(t): float(ml_dtypes.finfo(t).max)
-    for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)
-}
-_SUB_BYTE_INTS = frozenset(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))
+_SUB_BYTE_INTS = frozenset(INT_FORMATS)
 #: every ml_dtypes type (their dtype.kind is 'V', except float8_e5m2 whose kind is 'f')
 _ML_DTYPES = EXOTIC_DTYPES | frozenset(np.dtype(t) for t in (ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn))
 _MASK64 = (1 << 64) - 1
@@ -120,22 +115,7 @@ def _strings_to(x: np.ndarray, dst: np.dtype) -> np.ndarray:
         return _parse_float_each(x).astype(_F64)
 
 
-# -- float 8 and float8e8m0 -----------------------------------------------------------------
-
-
-def _saturate_float8(x: np.ndarray, dst: np.dtype, fnuz_inf_is_nan: bool) -> np.ndarray:
-    """Round to a float 8 type, clamping to [-max, max] first: +-inf and values beyond the range become +-max.
-
-    Clamping before rounding gives what the spec's table asks ("[x] > FLT_MAX -> FLT_MAX",
-    RNE elsewhere): values between max and the next rounding boundary round to max anyway.
-    NaN stays NaN. Before Cast 23 the FNUZ types map +-inf to NaN instead.
-    """
-    v = x if x.dtype in (_F32, _F64, np.dtype(np.float16)) else x.astype(_F32)
-    fmax = _FLOAT8_MAX[dst]
-    y = np.asarray(np.clip(v, -fmax, fmax))  # a 0-d input gives a numpy scalar: keep an array
-    if fnuz_inf_is_nan and dst in _FNUZ:
-        y[np.isinf(v)] = np.nan
-    return y.astype(dst)
+# -- float8e8m0 ---------------------------------------------------------------------------------
 
 
 def to_float8e8m0(x: np.ndarray, saturate: bool = True, round_mode: str = "up") -> np.ndarray:
@@ -180,13 +160,14 @@ def cast(
 ) -> np.ndarray:
     """Convert ``x`` to ``dtype`` (``object`` for strings) with the rules of the Cast spec.
 
-    - float to float: round to nearest even, +-inf out of range; float 8 targets saturate
-      (``saturate``, see :func:`_saturate_float8`); float8e8m0 follows ``round_mode``
-      (:func:`to_float8e8m0`); float4e2m1 and float6 have no infinity: out-of-range values
-      and infinities clamp to the largest value, NaN becomes -0 (ml_dtypes' rounding, which
-      the conformance data of float4e2m1 encodes).
+    - float to float: round to nearest even, +-inf out of range; the float 8 targets follow
+      the spec's two tables (``saturate``), float4e2m1 and float6 have no infinity: out-of-range
+      values and infinities clamp to the largest value, NaN becomes -0 (onnxrt's own encoding,
+      :func:`._minifloat.encode_float`, whatever ml_dtypes' conversion does); float8e8m0 follows
+      ``round_mode`` (:func:`to_float8e8m0`).
     - float to integer: truncation toward zero; out-of-range values are undefined by the
-      spec, onnxrt wraps them like onnxruntime (300.0 -> 44 in int8).
+      spec, onnxrt wraps them like onnxruntime (300.0 -> 44 in int8); 4-bit and 2-bit targets
+      wrap the same way, NaN and +-inf give 0 there (:func:`._minifloat.encode_int`).
     - integer to integer: the low bits, reinterpreted (200 int16 -> -56 int8); 4-bit and
       2-bit targets wrap the same way.
     - to bool: zero (and -0.0) is False, everything else (NaN included) is True.
@@ -212,12 +193,16 @@ def cast(
             return fm.f16_to_f32(x)
     if dst == _E8M0:
         return to_float8e8m0(x, saturate, round_mode)
-    if saturate and dst in _FLOAT8_MAX:
-        return _saturate_float8(x, dst, fnuz_inf_is_nan)
-    if dst == _BOOL or src == _BOOL:
-        if dst == _BOOL:
-            return x != 0 if src in _ML_DTYPES else x.astype(_BOOL)
-        x = x.astype(np.uint8)  # bool -> ml_dtypes types goes through uint8
+    if dst == _BOOL:
+        return x != 0 if src in _ML_DTYPES else x.astype(_BOOL)
+    # into the float 8/6/4 and 2/4-bit integer types by onnxrt's own rules, never by ml_dtypes'
+    # conversions (out-of-range float -> int4 became 0 in ml_dtypes 0.7, it wrapped before)
+    if dst in FLOAT_FORMATS:
+        return encode_float(x, dst, saturate, fnuz_inf_is_nan)
+    if dst in INT_FORMATS:
+        return encode_int(x, dst)
+    if src == _BOOL:
+        x = x.astype(np.uint8)  # bool -> bfloat16 (and the other types) goes through uint8
     # float -> int: NaN/inf/out-of-range are undefined: silence numpy's warning, keep its C conversion
     with np.errstate(invalid="ignore", over="ignore"):
         if src in _ML_DTYPES and dst in _ML_DTYPES:
