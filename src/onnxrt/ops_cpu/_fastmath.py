@@ -8,7 +8,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import scipy.special
+from . import _special
 
 from ..parallel import parallel_for
 from . import _jit
@@ -310,7 +310,7 @@ def _gelu_far(x: np.ndarray) -> np.ndarray:
     # 0.5 x erfc(-x / sqrt 2) in float32, as family_activation._gelu computes small inputs:
     # x above 5.55, a tiny negative value (or -0) below -5.55, NaN at -inf (-inf * 0, as
     # the spec's formula gives)
-    y = scipy.special.erfc(x * _MINUS_SQRT1_2)
+    y = _special.erfc(x * _MINUS_SQRT1_2)
     y *= _f32(0.5)  # before x: erfc <= 2, so x * 2 could overflow
     y *= x
     return y

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from . import _special
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
@@ -25,4 +25,4 @@ def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``1 / (1 + exp(-x))`` (scipy's expit: one pass, no overflow for large ``|x|``), in place with ``out``."""
-    return expit(x, out=out) if out is not None else expit(x)
+    return _special.expit(x, out=out) if out is not None else _special.expit(x)

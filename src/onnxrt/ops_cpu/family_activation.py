@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special
+from . import _special
 
 from ..errors import InvalidAttributeError, KernelError
 from . import _fastmath as fm
@@ -113,7 +113,7 @@ def _gelu_plain(x: np.ndarray, approximate: str = "none") -> np.ndarray:
             y += dt(1)
             return np.divide(x, y, out=y)
         y = x * dt(-1.0 / math.sqrt(2.0))
-        scipy.special.erfc(y, out=y)
+        _special.erfc(y, out=y)
         y *= dt(0.5)  # before x: erfc <= 2, so x * 2 could overflow
         y *= x
         return y

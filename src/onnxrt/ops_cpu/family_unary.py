@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
+from . import _special
 
 from ..parallel import parallel_for
 from . import _fastmath as fm
@@ -136,7 +136,7 @@ UNARY = [
     Spec("Atanh", _on_pool(np.arctanh), (9, 22)),
     # Erf 9 also allows integer types (T -> T): computed in float64 and truncated
     # toward zero like a C cast (onnxruntime implements no integer Erf to follow)
-    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(scipy.special.erf), fm.ERF_MIN_SIZE), (9, 13)),
+    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(lambda x, *a, **k: _special.erf(x, *a, **k)), fm.ERF_MIN_SIZE), (9, 13)),
     Spec("IsNaN", np.isnan, (9, 13, 20)),
     Spec("IsInf", _is_inf, (10, 20), with_attributes=True, prepare=_is_inf_attributes),
     Spec("Not", np.logical_not, (1,)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -54,12 +55,19 @@ def _axis(axis: int, rank: int, name: str = "axis") -> int:
 # (ger) of the transposed, Fortran-ordered view, done in place.
 # --------------------------------------------------------------------------------------------
 
-try:
-    from scipy.linalg import blas as _blas
+#: dtype -> BLAS's ger, filled at the first rank-1 update (scipy.linalg costs ~0.1 s to import)
+_GER: dict[np.dtype, Any] = {}
 
-    _GER = {_F32: _blas.sger, _F64: _blas.dger}
-except ImportError:  # pragma: no cover  (scipy is a dependency; numpy broadcasting stays correct)
-    _GER = {}
+
+def _ger_for(dtype: np.dtype) -> Any:
+    if not _GER:
+        try:
+            from scipy.linalg import blas
+
+            _GER.update({_F32: blas.sger, _F64: blas.dger})
+        except ImportError:  # pragma: no cover  (scipy is a dependency; numpy broadcasting stays correct)
+            _GER[np.dtype(np.int8)] = None  # not empty: do not try again
+    return _GER.get(dtype)
 
 #: numpy >= 2 computes row-wise dot products with its SIMD dot kernel; einsum is the fallback
 _vecdot = getattr(np, "vecdot", None)
@@ -89,7 +97,7 @@ def row_sumsq(d: np.ndarray) -> np.ndarray:
 
 def _ger(y2: np.ndarray, u: np.ndarray, v: np.ndarray, alpha: float) -> bool:
     """``y2.T += alpha * outer(u, v)`` in place through BLAS; False when BLAS cannot take y2."""
-    ger = _GER.get(y2.dtype)
+    ger = _ger_for(y2.dtype)
     if ger is None or not y2.flags.c_contiguous or not y2.flags.writeable or y2.size == 0:
         return False
     res = ger(alpha, u, v.astype(y2.dtype, copy=False), a=y2.T, overwrite_a=1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import erfinv
 
 from ..errors import InvalidAttributeError
+from ..ops_cpu import _special
 
 ML_DOMAIN = "ai.onnx.ml"
 
@@ -89,7 +89,7 @@ def probit(x: np.ndarray) -> np.ndarray:
     onnxruntime uses a closed-form approximation of erfinv (error about 1e-3); onnxrt
     computes the exact value with scipy.special.erfinv.
     """
-    return (np.sqrt(2) * erfinv(2 * x.astype(np.float64) - 1)).astype(x.dtype)
+    return (np.sqrt(2) * _special.erfinv(2 * x.astype(np.float64) - 1)).astype(x.dtype)
 
 
 _TRANSFORMS = {
