@@ -33,6 +33,8 @@ class _ThreadState(threading.local):
     threads: int | None = None
     scope: Any = None
     in_loop: bool = False
+    #: kernels take their numpy paths (a session's first run: onnxrt.ops_cpu._jit.no_jit_run)
+    no_jit: bool = False
 
 
 _TLS = _ThreadState()
@@ -114,21 +116,25 @@ class _Job:
         self.cond = threading.Condition()
         self.error: BaseException | None = None
 
-    def run(self) -> None:
+    def run(self, no_jit: bool = False) -> None:
         n = len(self.bounds) - 1
-        while True:
-            i = next(self.next)
-            if i >= n:
-                return
-            try:
-                if self.error is None:
-                    self.fn(self.bounds[i], self.bounds[i + 1])
-            except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
-                self.error = e
-            with self.cond:
-                self.done += 1
-                if self.done == n:
-                    self.cond.notify_all()
+        saved, _TLS.no_jit = _TLS.no_jit, no_jit  # a worker's chunks follow the caller's tier
+        try:
+            while True:
+                i = next(self.next)
+                if i >= n:
+                    return
+                try:
+                    if self.error is None:
+                        self.fn(self.bounds[i], self.bounds[i + 1])
+                except BaseException as e:  # noqa: BLE001  (re-raised in the calling thread)
+                    self.error = e
+                with self.cond:
+                    self.done += 1
+                    if self.done == n:
+                        self.cond.notify_all()
+        finally:
+            _TLS.no_jit = saved
 
     def wait(self) -> None:
         n = len(self.bounds) - 1
@@ -201,8 +207,8 @@ def parallel_for(
         cold.__enter__()
     try:
         for _ in range(workers - 1):
-            ex.submit(job.run)
-        job.run()
+            ex.submit(job.run, _TLS.no_jit)
+        job.run(_TLS.no_jit)
         job.wait()
     finally:
         if cold is not None:

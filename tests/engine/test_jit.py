@@ -28,27 +28,34 @@ _SCRIPT = textwrap.dedent(
                                vi("h", TensorProto.FLOAT16)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     x = (np.random.default_rng(0).standard_normal((256, 512)) * 4).astype(np.float32)
-    outs = onnxrt.InferenceSession(model.SerializeToString()).run(None, {"x": x})
-    np.savez(sys.argv[1], *outs)
-    print(after_import, "numba" in sys.modules)
+    sess = onnxrt.InferenceSession(model.SerializeToString())
+    outs = sess.run(None, {"x": x})
+    after_first = "numba" in sys.modules
+    again = sess.run(None, {"x": x})
+    np.savez(sys.argv[1], *outs, *again)
+    print(after_import, after_first, "numba" in sys.modules)
     """
 )
 
 
-def _run(tmp_path, jit: str) -> tuple[str, list[np.ndarray]]:
+def _run(tmp_path, jit: str | None) -> tuple[str, list[np.ndarray], list[np.ndarray]]:
+    """(numba loaded after import, after the first run, after the second; first run's outputs, second's)."""
     out = tmp_path / f"outs_{jit}.npz"
-    env = dict(os.environ, ONNXRT_JIT=jit)
+    env = dict(os.environ)
+    env.pop("ONNXRT_JIT", None)
+    if jit is not None:
+        env["ONNXRT_JIT"] = jit
     proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     with np.load(out) as data:
-        return proc.stdout.strip(), [data[f"arr_{i}"] for i in range(4)]
+        return proc.stdout.strip(), [data[f"arr_{i}"] for i in range(4)], [data[f"arr_{i}"] for i in range(4, 8)]
 
 
 def test_numba_loads_at_the_first_kernel_not_at_import_and_onnxrt_jit_0_keeps_it_out(tmp_path):
-    flags_on, on = _run(tmp_path, "1")
-    flags_off, off = _run(tmp_path, "0")
-    assert flags_on == "False True"  # not imported by `import onnxrt`, imported by the first large Sigmoid
-    assert flags_off == "False False"  # ONNXRT_JIT=0: never imported
+    flags_on, on, _ = _run(tmp_path, "1")
+    flags_off, off, _ = _run(tmp_path, "0")
+    assert flags_on == "False True True"  # not imported by `import onnxrt`, imported by the first large Sigmoid
+    assert flags_off == "False False False"  # ONNXRT_JIT=0: never imported
     for a, b in zip(on, off):
         assert a.dtype == b.dtype and a.shape == b.shape == (256, 512)
     s_on, e_on, m_on, h_on = on
@@ -122,3 +129,34 @@ def test_without_numba_the_numpy_kernels_run_and_the_reason_is_kept():
     dtype, top, sdtype, total = values.split()
     assert dtype == "float32" and sdtype == "float32"
     assert 0.99 < float(top) <= 1.0 and abs(float(total) - 100.0) < 1e-3
+
+
+def test_by_default_a_sessions_first_run_takes_numpy_paths_and_the_second_compiled_ones(tmp_path):
+    """ONNXRT_JIT unset (``auto``): the first run of a session never loads numba (a process
+    that runs a model once does not pay 0.4-1.5 s and ~100 MB for it); the second does, and
+    both runs agree within the kernels' stated accuracy."""
+    flags, first, second = _run(tmp_path, None)
+    assert flags == "False False True"
+    _, eager, _ = _run(tmp_path, "1")
+    for a, b, c in zip(first, second, eager):
+        assert a.dtype == b.dtype == c.dtype and a.shape == b.shape == c.shape == (256, 512)
+    np.testing.assert_allclose(first[0], second[0], rtol=4e-7, atol=1e-38)
+    np.testing.assert_allclose(first[1], second[1], rtol=2.5e-7, atol=1e-38)
+    np.testing.assert_allclose(first[2], second[2], rtol=3e-6, atol=1e-37)
+    np.testing.assert_array_equal(first[3].view(np.uint16), second[3].view(np.uint16))
+    for b, c in zip(second, eager):  # the second run is the compiled one: the eager mode's bits
+        np.testing.assert_array_equal(b, c)
+
+
+def test_no_jit_run_hides_the_kernels_in_this_thread_and_in_pool_workers():
+    from onnxrt import parallel
+
+    assert _jit.active() and _jit.kernels() is not None
+    seen: list[bool] = []
+    with _jit.no_jit_run():
+        assert not _jit.active() and _jit.kernels() is None
+        # a parallel loop's chunks run on the pool's workers with the caller's setting
+        parallel.parallel_for(8, lambda lo, hi: seen.extend([_jit.kernels() is None] * (hi - lo)),
+                              work_per_item=parallel.MIN_PARALLEL_WORK)
+    assert seen == [True] * 8
+    assert _jit.active() and _jit.kernels() is not None

@@ -13,10 +13,16 @@ from types import ModuleType
 import numpy as np
 
 from .. import parallel
-from ..parallel import MIN_PARALLEL_WORK, parallel_for
+from ..parallel import _TLS, MIN_PARALLEL_WORK, parallel_for
 
+_MODE = os.environ.get("ONNXRT_JIT", "auto").strip().lower()
 #: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
-ENABLED = os.environ.get("ONNXRT_JIT", "1").strip().lower() not in ("0", "false", "no", "off")
+ENABLED = _MODE not in ("0", "false", "no", "off")
+#: ONNXRT_JIT=1 (or eager/on/true/yes): compiled kernels from a session's first run. By
+#: default (``auto``) a session's first run takes the numpy paths (``no_jit_run``) and the
+#: compiled kernels start with its second run: loading numba and LLVM costs 0.4-1.5 s and
+#: ~100 MB of resident memory, which a process that runs a model once never pays back
+EAGER = ENABLED and _MODE in ("1", "eager", "on", "true", "yes")
 
 _LOCK = threading.Lock()
 #: module name -> the loaded module, or None when it could not be loaded
@@ -42,7 +48,7 @@ def kernels(module: str = CORE) -> ModuleType | None:
     type (or loads from numba's on-disk cache).
     """
     global LOAD_ERROR
-    if not ENABLED:
+    if not ENABLED or _TLS.no_jit:
         return None
     try:
         return _LOADED[module]
@@ -60,6 +66,27 @@ def kernels(module: str = CORE) -> ModuleType | None:
                 warnings.warn(f"onnxrt: {LOAD_ERROR}; using the numpy kernels.", RuntimeWarning, stacklevel=2)
             _LOADED[module] = loaded
     return _LOADED[module]
+
+
+def active() -> bool:
+    """Whether this thread's kernels may take compiled paths now (numba loaded or not yet):
+    False with ONNXRT_JIT=0 and inside a session's first run (see :data:`EAGER`). Caches of
+    decisions that depend on :func:`kernels` are only filled while this is True."""
+    return ENABLED and not _TLS.no_jit
+
+
+class no_jit_run:
+    """Inside the block this thread's kernels take their numpy paths (a session's first run,
+    see :data:`EAGER`); the flag travels to the pool's workers with each parallel loop."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self) -> None:
+        self.saved = _TLS.no_jit
+        _TLS.no_jit = True
+
+    def __exit__(self, *exc: object) -> None:
+        _TLS.no_jit = self.saved
 
 
 @contextlib.contextmanager

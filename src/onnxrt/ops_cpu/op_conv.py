@@ -717,8 +717,8 @@ def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, d
     computes it). A node's executors are kept in ``cache`` (one dict per node: its other
     attributes never change) by input shape, weights and bias (held, so their ids stay
     theirs), thread count and activation; see :func:`_prepare`."""
-    if type(x) is not np.ndarray or type(w) is not np.ndarray:
-        return None
+    if type(x) is not np.ndarray or type(w) is not np.ndarray or not _jit.active():
+        return None  # (inactive compiled kernels: no executor, and none cached for later runs)
     key = (x.shape, x.dtype, id(w), id(b), None if z is None else z.shape, out is None, parallel.current_threads(),
            activation)
     entry = cache.get(key)

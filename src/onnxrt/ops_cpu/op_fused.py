@@ -14,6 +14,7 @@ from onnx import NodeProto
 
 from ..parallel import limit_threads
 from ..registry import lookup, register
+from . import _jit
 from ._conv_common import apply_activation
 from ._op import OpRun
 
@@ -183,8 +184,6 @@ class DenseChain(OpRun):
         """(params, packed B, packed C, layer table, K of the first layer, N of the last, most
         rows, kernel), the packed arrays None where the compiled call does not apply (checked
         and packed once per set of weights: at most DENSE_MAX_WORK values per layer)."""
-        from . import _jit
-
         k = _jit.kernels()
         ws, cs = params[0::2], params[1::2]
         width, rows, table, w_parts, c_parts = None, self._max_rows, [], [], []
@@ -211,7 +210,8 @@ class DenseChain(OpRun):
 
     def _run(self, x, *params, attributes=None, verbose=0, fLOG=None):
         prep = self._prep  # one read: sessions may run this node in several threads
-        if prep is None or not all(map(operator.is_, prep[0], params)):
+        if prep is None or not all(map(operator.is_, prep[0], params)) or (prep[1] is None and _jit.active()):
+            # (packed again once compiled kernels become active: a session's first run has none)
             prep = self._prep = self._prepare(params)
         if (
             prep[1] is not None and type(x) is np.ndarray and x.dtype == _F32 and x.ndim == 2

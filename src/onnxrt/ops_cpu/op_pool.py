@@ -499,7 +499,8 @@ def pool(
     float32 path's executor per input shape: its geometry, scale and team job are settled
     once (same results).
     """
-    if prepared is not None and not with_indices and type(x) is np.ndarray and x.dtype == _F32 and x.flags.c_contiguous:
+    if (prepared is not None and not with_indices and type(x) is np.ndarray and x.dtype == _F32 and x.flags.c_contiguous
+            and _jit.active()):  # executors are compiled paths: none cached while they are inactive
         key = (x.shape, parallel.current_threads())
         run = prepared.get(key)
         if run is None:
