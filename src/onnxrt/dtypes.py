@@ -93,7 +93,7 @@ def type_string(tp: TypeProto | None) -> str:
 
 
 def type_shape(tp: TypeProto | None) -> list[int | str | None] | None:
-    """Declared shape of a tensor type: ints for static dims, names for symbolic ones, None for unknown."""
+    """Declared shape of a tensor type: ints for static dims, names for symbolic ones, None for unknown (or negative)."""
     if tp is None or tp.WhichOneof("value") != "tensor_type":
         return None
     tt = tp.tensor_type
@@ -103,7 +103,9 @@ def type_shape(tp: TypeProto | None) -> list[int | str | None] | None:
     for d in tt.shape.dim:
         which = d.WhichOneof("value")
         if which == "dim_value":
-            dims.append(int(d.dim_value))
+            # a negative value (exporters write -1 for "unknown") is free, as in onnxruntime;
+            # the plan reports it (onnxrt.compat.check_input_dims)
+            dims.append(int(d.dim_value) if d.dim_value >= 0 else None)
         elif which == "dim_param":
             dims.append(d.dim_param)
         else:

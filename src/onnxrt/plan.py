@@ -12,8 +12,8 @@ import numpy as np
 import onnx
 from onnx import GraphProto
 
-from . import registry
-from .errors import GraphError, KernelError, OnnxRuntimeError, describe_value
+from . import compat, registry
+from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
 from .functions import FunctionKey, GraphNode, ValueTypes, expand, schema_body
 from .model import initializer_array, sort_nodes
 from .ops_cpu._op import OpRun
@@ -102,7 +102,11 @@ class Plan:
 
     ``outer_names`` are the names visible from enclosing graphs (for subgraphs); the ones
     this graph actually reads are listed in :attr:`outer_inputs` and passed at run time
-    through ``context``.
+    through ``context``. ``outer_in_scope(name)`` tells whether an outer name was already
+    defined where the node holding this graph stands (stored order, as onnx's checker
+    scopes names): a node of this graph producing it breaks the specification (a
+    ModelWarning); a name the enclosing graph defines later may be reused silently. None:
+    every outer name is in scope.
     """
 
     def __init__(
@@ -116,13 +120,22 @@ class Plan:
         value_info: dict[str, Any] | None = None,
         optimize: bool = True,
         overridable_initializers: bool = True,
+        outer_in_scope: Callable[[str], bool] | None = None,
     ):
         self.graph = graph
         self.name = graph.name
+        # off-specification models onnxruntime runs (onnxrt.compat): each reported once
+        opsets = compat.complete_opsets(graph, opsets, options)
+        compat.check_input_dims(graph, options)
+        protos, shadowed = compat.repair_nodes(graph, outer_names, options, outer_in_scope)
+        if shadowed:  # inside this graph its own values win over the enclosing graphs' ones
+            outer_names = frozenset(set(outer_names) - shadowed)
         self.opsets = opsets
         self.base_dir = base_dir
         self.functions = functions or {}
         self.options = options
+        #: (domain, op_type) of off-specification operators already reported for this graph
+        self._reported: set[tuple[str, str]] = set()
 
         # --- constants -------------------------------------------------------------
         self.initializers: dict[str, Any] = {}
@@ -143,7 +156,7 @@ class Plan:
         self.required_inputs = [n for n in self.input_names if n not in self.initializers]
 
         # --- nodes: expand functions, sort, bind kernels --------------------------------
-        nodes = [GraphNode(n, opsets) for n in graph.node]
+        nodes = [GraphNode(n, opsets) for n in protos]
         # value types are only looked up to build context-dependent function bodies
         types = ValueTypes(graph, opsets, self.functions)
         nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types)
@@ -199,12 +212,27 @@ class Plan:
             slot(name)
         outer_used: list[str] = []
 
+        # stored position of each node output: the names in scope at a node are the graph's
+        # inputs and initializers, the outputs of the nodes stored before it, and what was in
+        # scope at the node holding this graph (onnx's checker reads scopes so)
+        stored_at = {o: i for i, p in enumerate(protos) for o in p.output if o}
+
         def compile_graph_for(gn: GraphNode) -> Callable[[GraphProto, str], Plan]:
+            at = next((stored_at[o] for o in gn.output if o in stored_at), None)
+
+            def in_scope(name: str) -> bool:
+                if name in local or at is None:
+                    return True
+                i = stored_at.get(name)
+                if i is not None:
+                    return i < at
+                return outer_in_scope(name) if outer_in_scope is not None else True
+
             def compile_graph(sub: GraphProto, att_name: str, optimize_sub: bool = True) -> Plan:
                 # a kernel that inspects the subgraph's operators (Gradient) asks for it unoptimised
                 return Plan(
                     sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options,
-                    optimize=optimize and optimize_sub,
+                    optimize=optimize and optimize_sub, outer_in_scope=in_scope,
                 )
 
             return compile_graph
@@ -266,6 +294,16 @@ class Plan:
         node = gn.proto
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         cls, since = registry.resolve(node.op_type, domain, gn.opsets.get(domain), node.name)
+        note = getattr(cls, "off_spec_note", None)
+        if note is not None and (domain, node.op_type) not in self._reported:
+            # an operator outside the specification at the model's opset (ops_cpu.op_legacy): once per graph
+            self._reported.add((domain, node.op_type))
+            compat.off_spec(
+                self.options,
+                f"Node {node.name!r} uses {node.op_type!r} at opset {gn.opsets.get(domain)} of domain "
+                f"{domain or 'ai.onnx'!r}, which {note}; onnxrt runs it so.",
+                UnsupportedOperatorError, stacklevel=5,
+            )
         try:
             # graph: the graph holding the node (Gradient differentiates part of it)
             return cls(

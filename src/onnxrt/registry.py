@@ -120,7 +120,11 @@ def lookup(op_type: str, domain: str, opset: int) -> tuple[type[OpRun], int] | N
     best = max((v for v in table if v <= opset), default=None)
     if best is None:
         return None
-    return table[best], best
+    cls = table[best]
+    # an operator removed from the specification (the experimental ones of onnxrt.ops_cpu.op_legacy)
+    if opset >= getattr(cls, "removed_in", opset + 1):
+        return None
+    return cls, best
 
 
 def resolve(op_type: str, domain: str, opset: int | None, node_name: str = "") -> tuple[type[OpRun], int]:
@@ -135,7 +139,10 @@ def resolve(op_type: str, domain: str, opset: int | None, node_name: str = "") -
     found = lookup(op_type, dom, opset)
     if found is None:
         have = versions_of(op_type, dom)
-        if have:
+        removed = getattr(_REGISTRY[(dom, op_type)][max(have)], "removed_in", None) if have else None
+        if removed is not None and opset >= removed:
+            detail = f"the operator was removed from the specification in opset {removed}; onnxrt runs it below that"
+        elif have:
             detail = f"onnxrt implements versions {have}"
         else:
             detail = "onnxrt has no kernel for this operator"
