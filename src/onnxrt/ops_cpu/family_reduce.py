@@ -10,6 +10,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..compat import OffSpecOnce
 from ..errors import KernelError
 from ..registry import register
 from ._axes import axes_in
@@ -213,6 +214,22 @@ def reduce(op_type: str, data: np.ndarray, axes: Any = None, keepdims: int = 1, 
     return out
 
 
+def _scalar_with_axes(op: Any, data: np.ndarray, axes: Any) -> np.ndarray:
+    """A reduction of a scalar given axes, which a rank-0 tensor cannot have (exporters write
+    axes [0] for values they thought 1-D): onnxruntime's kernel ignores them and reduces the
+    one element to a scalar, whatever keepdims says (its shape inference refuses the node only
+    when the input is declared rank 0). onnxrt does the same and reports it once."""
+    op._report(
+        f"{op._node_label()} reduces a scalar (rank 0) along axes {np.asarray(axes).tolist()}, which the "
+        f"specification does not allow (axes must lie in [-rank, rank-1]); onnxrt reduces its one element "
+        f"to a scalar, as onnxruntime does.",
+        KernelError,
+    )
+    out = op.kernel(data, None, False)
+    out = np.asarray(out).reshape(())
+    return out if out.dtype == data.dtype else out.astype(data.dtype)
+
+
 def _make_class(row: Reduction) -> type[OpRun]:
     kernel = row.kernel
     composite = row.name in _COMPOSITE
@@ -225,8 +242,13 @@ def _make_class(row: Reduction) -> type[OpRun]:
         # attribute axes are fixed: normalise them per rank on first use
         self._attr_axes = None if self._axes_input else self.axes
         self._cache: dict[int, tuple[int, ...] | None] = {}
+        self._report = OffSpecOnce(options.get("session_options"))
 
     def _run(self, data, axes=None, attributes=None, verbose=0, fLOG=None):
+        if data.ndim == 0:
+            given = axes if self._axes_input else self._attr_axes
+            if given is not None and np.size(given):
+                return (_scalar_with_axes(self, data, given),)
         if self._axes_input:
             ax = None if axes is None or axes.size == 0 else axes_in(axes, data.ndim)
             if not ax and self._noop:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compat import OffSpecOnce
 from ..errors import InvalidAttributeError, KernelError
 from ..ops_cpu import _jit
 from ..ops_cpu._op import OpRun
@@ -43,6 +44,16 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
                 f"{op._node_label()} has {coefficients.size} coefficients, not a multiple of the {nf} input features."
             )
         n_out = coefficients.size // nf
+    if coefficients.size > n_out * nf and n_out * nf:
+        # more coefficients than outputs x input width: onnxruntime reads the first
+        # n_out * F of them, row-major per output, and ignores the rest (it refuses fewer)
+        op._report(
+            f"{op._node_label()} has {coefficients.size} coefficients, more than {n_out} outputs x {nf} input "
+            f"features; the specification wants exactly {n_out * nf}. onnxrt uses the first {n_out * nf} "
+            f"(row-major, {nf} per output), as onnxruntime does.",
+            KernelError,
+        )
+        coefficients = coefficients[: n_out * nf]
     if coefficients.size != n_out * nf:
         raise KernelError(
             f"{op._node_label()} has {coefficients.size} coefficients, expected {n_out} x {nf} "
@@ -162,6 +173,7 @@ class LinearClassifier(OpRun):
         self._jit_direct = self._jit_labels.size > 0 and self._jit_transform >= 0
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
         self._jit_cache: dict[tuple[int, np.dtype], tuple | bool] = {}
+        self._report = OffSpecOnce(options.get("session_options"))
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if self._jit_direct and x.ndim == 2 and x.flags.c_contiguous and (k := _jit.kernels(_JIT_ML)) is not None:
@@ -225,6 +237,7 @@ class LinearRegressor(OpRun):
         self._jit_transform = _JIT_TRANSFORMS.get(self.post_transform, -1)
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
         self._jit_cache: dict[tuple[int, np.dtype], tuple | bool] = {}
+        self._report = OffSpecOnce(options.get("session_options"))
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _rows(x, self)
