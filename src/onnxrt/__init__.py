@@ -27,6 +27,7 @@ from .errors import (  # noqa: E402
     SecurityError,
     UnsupportedOperatorError,
 )
+from .compat import ModelWarning  # noqa: E402
 from .inference import OnnxInference
 from .registry import register, register_function
 from .session import GraphOptimizationLevel, InferenceSession, NodeArg, RunOptions, SessionOptions
@@ -44,6 +45,7 @@ __all__ = [
     "InvalidTypeError",
     "KernelError",
     "ModelLoadError",
+    "ModelWarning",
     "NodeArg",
     "OnnxInference",
     "OnnxRuntimeError",
