@@ -179,11 +179,52 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_precision(args: argparse.Namespace) -> int:
+    """``compare --precision``: node by node, how far the float32 run drifts from float64."""
+    from .tools.precision import precision_table
+
+    sess, feeds, path = _session_and_feeds(args)
+    rows = sess.engine.compare_precision(feeds)
+    print(f"model: {path}: float32 against float64, node by node")
+    if not rows:
+        print("no node computes float32 values: nothing to compare")
+        return 0
+    print(precision_table(rows))
+    worst = max(rows, key=lambda r: r["max_rel"])
+    print(f"largest relative drift: {worst['max_rel']:.4g} at {worst['output']!r} ({worst['op_type']} {worst['name']!r})")
+    return 0
+
+
+def cmd_draw(args: argparse.Namespace) -> int:
+    """``draw``: the model as Graphviz DOT text, or an SVG drawing of it."""
+    from . import OnnxInference
+
+    path = args.model or demo_model_path()
+    oinf = OnnxInference(path)
+    out = args.output
+    ext = os.path.splitext(out)[1].lower() if out else ".dot"
+    if ext not in (".dot", ".gv", ".svg"):
+        raise CliError(f"-o {out!r}: draw writes .dot (or .gv) DOT text or an .svg drawing")
+    text = oinf.to_svg(rankdir=args.rankdir) if ext == ".svg" else oinf.to_dot(rankdir=args.rankdir)
+    if not out:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {out!r}: {e.strerror or e}") from None
+    print(f"model: {path}; {'drawing' if ext == '.svg' else 'DOT text'} written to {out}")
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from .tools.compare import compare, first_divergence, stats
 
+    if getattr(args, "precision", False):
+        return cmd_precision(args)
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
@@ -252,7 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
     comp = model_command("compare", "compare outputs with onnxruntime; on a mismatch, find the first diverging node")
     comp.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     comp.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
+    comp.add_argument("--precision", action="store_true", help="compare the float32 model with itself run in float64, node by node (needs no onnxruntime)")
     comp.set_defaults(func=cmd_compare)
+
+    draw_help = "draw the graph: Graphviz DOT text, or an SVG drawing (needs onnxrt[graph] and Graphviz's dot)"
+    draw = sub.add_parser("draw", help=draw_help, description=draw_help)
+    draw.add_argument("model", nargs="?", help="path of the .onnx model (default: the demo model shipped with onnxrt)")
+    draw.add_argument("--output", "-o", metavar="FILE.svg|FILE.dot", help="where to write: .svg renders the drawing, .dot (or .gv) the DOT text (default: DOT text on stdout)")
+    draw.add_argument("--rankdir", choices=["TB", "LR", "BT", "RL"], default="TB", help="direction of the drawing (default TB, top to bottom)")
+    draw.set_defaults(func=cmd_draw)
 
     ops = sub.add_parser("ops", help="list the supported operators and versions per domain", description="list the supported operators and versions per domain")
     ops.add_argument("--domain", help="only this domain ('' for ai.onnx)")

@@ -72,6 +72,13 @@ class AllocationError(KernelError):
     """A node would allocate a tensor above the configured or physical limit."""
 
 
+class MissingDependencyError(OnnxRuntimeError):
+    """An optional feature needs a package or a program that is not installed (the message
+    names it and how to install it): graphviz and its ``dot`` program for drawings."""
+
+    exit_code = 9
+
+
 def describe_value(value: Any) -> str:
     """Short description of a runtime value for messages: ``float32[3,4]``, ``seq(2)``."""
     if value is None:

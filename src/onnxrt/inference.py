@@ -13,9 +13,11 @@ import onnx
 
 from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
-from .errors import InvalidFeedError, describe_value
+from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import function_key
 from .model import check_versions, load_model
+from .ops_cpu import _jit
+from .ops_cpu._jit import no_jit_run
 from .parallel import EAGER_BLAS_SIZE, RunScope
 from .plan import Plan, Step, optimization_level
 
@@ -207,15 +209,84 @@ def _output_value(v: Any) -> Any:
     return v
 
 
+def _graph_domains(graph: onnx.GraphProto, found: set[str]) -> set[str]:
+    for node in graph.node:
+        found.add("" if node.domain == "ai.onnx" else node.domain)
+        for att in node.attribute:
+            if att.type == onnx.AttributeProto.GRAPH:
+                _graph_domains(att.g, found)
+            elif att.type == onnx.AttributeProto.GRAPHS:
+                for g in att.graphs:
+                    _graph_domains(g, found)
+    return found
+
+
+def _opset_map(target_opset: Any) -> dict[str, int]:
+    if isinstance(target_opset, dict):
+        return {("" if d == "ai.onnx" else d): int(v) for d, v in target_opset.items()}
+    if isinstance(target_opset, int) and not isinstance(target_opset, bool):
+        return {"": target_opset}
+    raise OnnxRuntimeError(f"target_opset must be an int (the ai.onnx opset) or a dict domain -> version, got {target_opset!r}.")
+
+
+def _prepared_model(model: Any, runtime: Any, target_opset: Any) -> Any:
+    """The constructor's model: a GraphProto wrapped into a model, opsets overridden."""
+    if runtime != "python":
+        raise OnnxRuntimeError(
+            f"runtime={runtime!r}: onnxrt has one runtime, 'python' (its numpy kernels); "
+            f"onnxruntime is reached through onnxruntime.InferenceSession itself."
+        )
+    if isinstance(model, onnx.GraphProto):
+        from .model import MAX_OPSET
+
+        versions = {"": MAX_OPSET, "ai.onnx.ml": onnx.defs.onnx_ml_opset_version()}
+        wanted = _opset_map(target_opset) if target_opset is not None else {}
+        opsets = {d: wanted.get(d, versions.get(d, 1)) for d in sorted(_graph_domains(model, {""}) | set(wanted))}
+        return onnx.helper.make_model(model, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    if target_opset is None:
+        return model
+    proto, found_dir = load_model(model)
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    wanted = _opset_map(target_opset)
+    for op in copy.opset_import:
+        domain = "" if op.domain == "ai.onnx" else op.domain
+        if domain in wanted:
+            op.version = wanted.pop(domain)
+    for domain, version in wanted.items():
+        copy.opset_import.append(onnx.helper.make_opsetid(domain, version))
+    return copy, found_dir
+
+
 class OnnxInference:
     """The engine: ``OnnxInference(model).run({"X": x})`` returns ``{"Y": y}``.
 
-    ``model`` is a path, bytes, a binary file object or an ``onnx.ModelProto``.
+    ``model`` is a path, bytes, a binary file object, an ``onnx.ModelProto`` or an
+    ``onnx.GraphProto`` (wrapped into a model importing the opsets of the domains it uses,
+    the newest onnxrt runs unless ``target_opset`` says otherwise). ``options`` are
+    ``SessionOptions``. As in mlprodict, ``runtime`` names the runtime: onnxrt has only
+    ``"python"`` (mlprodict's ``python_compiled`` and ``onnxruntime1`` are not offered;
+    other values raise). ``target_opset`` (an int for ai.onnx, or a dict domain -> version)
+    replaces the model's opset imports, so kernels resolve at those versions, where
+    mlprodict only used it to pick its operator implementations.
     """
 
-    def __init__(self, model: Any, options: Any = None):
+    #: the runtime's name (mlprodict's API): onnxrt has only "python"
+    runtime = "python"
+
+    def __init__(self, model: Any, options: Any = None, runtime: str = "python", target_opset: Any = None):
         tune_malloc()
-        self._build(model, options)
+        prepared = _prepared_model(model, runtime, target_opset)
+        base_dir = None
+        if isinstance(prepared, tuple):
+            prepared, base_dir = prepared
+        self._build(prepared, options, base_dir)
+
+    def _sibling(self, model: onnx.ModelProto) -> OnnxInference:
+        """An engine of a model derived from this one: same options, same folder for external data."""
+        engine = OnnxInference.__new__(OnnxInference)
+        engine._build(model, self.options, self.base_dir)
+        return engine
 
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
         proto, found_dir = load_model(model)
@@ -236,6 +307,8 @@ class OnnxInference:
             value_info=_static_info(proto, options), overridable_initializers=self.overridable,
         )
         self._plain: Plan | None = None
+        #: the next run is the session's first: numpy kernels only (see :meth:`_first`)
+        self._first_run = _jit.ENABLED and not _jit.EAGER
         #: jobs the team of compiled workers took in the last run (onnxrt.parallel.RunScope)
         self.team_jobs = 0
         #: a model with a large constant holds BLAS at one thread for its runs (RunScope)
@@ -284,16 +357,43 @@ class OnnxInference:
         output_names: list[str] | None = None,
         fLOG: Any = None,
         trace: Callable[..., None] | None = None,
-    ) -> dict[str, Any]:
+        node_time: bool = False,
+    ) -> Any:
         """Run the model; returns ``{output name: value}``.
 
+        ``inputs`` is a dict name -> value, or a pandas DataFrame: a column named like an
+        input feeds it (columns ``x_0 .. x_{k-1}`` feed a [rows, k] input ``x``), and a
+        model with a single input takes every column, in order, as its [rows, columns]
+        matrix (mlprodict fed each column as its own [rows, 1] input; onnxrt follows
+        ``onnxrt.dask``'s rules, and pandas is only imported for a DataFrame).
         ``intermediate=True`` returns every named value of the graph (inputs, initializers
         and every node output). ``output_names`` selects outputs and may name any
         intermediate value. ``verbose=1`` prints every node as it runs (operator, name,
         input and output shapes and dtypes, time); ``verbose=2`` adds statistics of each
         output (min, max, mean, NaN count). ``fLOG`` replaces ``print`` for that output.
         ``trace(step, args, results, seconds)`` is called after every node.
+        ``node_time=True`` returns ``(outputs, times)`` as mlprodict did: one dict per node
+        run, ``{"i", "name", "op_type", "time"}`` (seconds), in run order; the nodes are
+        those of the optimised plan (fused nodes keep the name of their first node) unless
+        ``intermediate=True`` or a value the optimiser removed is requested.
         """
+        if self._first_run:
+            return self._first(self.run, inputs, intermediate, verbose, output_names, fLOG, trace, node_time)
+        if not isinstance(inputs, dict) and type(inputs).__module__.startswith("pandas"):
+            from .tools.frames import frame_feeds, is_dataframe
+
+            if is_dataframe(inputs):
+                inputs = frame_feeds(inputs, self._specs, self.plan.required_inputs)
+        if node_time:
+            times: list[dict[str, Any]] = []
+            inner = trace
+
+            def trace(st: Step, args: list[Any], res: tuple[Any, ...], dt: float) -> None:
+                times.append({"i": len(times), "name": st.name, "op_type": st.op_type, "time": dt})
+                if inner is not None:
+                    inner(st, args, res, dt)
+
+            return self.run(inputs, intermediate, verbose, output_names, fLOG, trace), times
         feeds = self.validate_feeds(inputs)
         # numpy's floating-point warnings (0/0, overflow) are results the spec defines, not
         # user errors: onnxrt, like onnxruntime, computes them silently. Matrix products use
@@ -302,9 +402,23 @@ class OnnxInference:
         with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
+    def _first(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """The session's first run, on the kernels' numpy paths: compiled kernels start with
+        the second (onnxrt.ops_cpu._jit.EAGER says why; ONNXRT_JIT=1 starts them at once).
+        A first run that fails leaves the next one first."""
+        self._first_run = False
+        try:
+            with no_jit_run():
+                return fn(*args)
+        except BaseException:
+            self._first_run = True
+            raise
+
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
+        if self._first_run:
+            return self._first(self.run_outputs, inputs)
         feeds = self.validate_feeds(inputs)
         eager = self._eager_blas or _large_feed(feeds)
         if _FP_STATE is None:
@@ -387,6 +501,144 @@ class OnnxInference:
         from .tools.export import to_python
 
         return to_python(self, npz_path=npz_path)
+
+    # --- inspection (mlprodict's toolkit): the work is in onnxrt.tools ---------------
+
+    def to_dot(self, rankdir: str = "TB", show_shapes: bool = True) -> str:
+        """Graphviz DOT text of the model: inputs, initializers, operators (in run order,
+        with their first attributes) and outputs as distinct boxes, edges labelled with the
+        value's name, element type and shape when known (:meth:`infer_shapes`), If/Loop/Scan
+        bodies as clusters. mlprodict's ``to_dot`` took drawing options (``recursive``,
+        ``add_rt_shapes``...); onnxrt always draws subgraphs and the inferred shapes."""
+        from .tools.dot import to_dot
+
+        return to_dot(self.model, self.infer_shapes(), rankdir=rankdir, show_shapes=show_shapes)
+
+    def to_svg(self, rankdir: str = "TB") -> str:
+        """:meth:`to_dot` rendered as an SVG document by the ``graphviz`` package (extra
+        ``onnxrt[graph]``) and Graphviz's ``dot`` program; a MissingDependencyError names
+        whichever is missing. mlprodict had no such method (its notebooks drew the DOT)."""
+        from .tools.dot import to_svg
+
+        return to_svg(self.to_dot(rankdir=rankdir))
+
+    def to_text(self) -> str:
+        """A readable listing: inputs, initializers (dtype, shape, small values), nodes in
+        run order with their attributes (subgraphs below their node), outputs, functions.
+        mlprodict's ``to_text`` drew a text diagram of the graph; this one lists it."""
+        from .tools.text import to_text
+
+        return to_text(self.model)
+
+    def to_json(self, indent: int | None = None) -> Any:
+        """:meth:`to_text`'s content as JSON-serialisable data (a dict: ir_version, opsets,
+        name, inputs, initializers, nodes, outputs, functions; NaN and infinities as strings).
+        With ``indent`` (an int), the JSON text itself, as mlprodict's ``to_json(indent=2)``
+        returned (its text was a dump of the protobuf; onnxrt's follows the listing)."""
+        from .tools.text import model_data
+
+        data = model_data(self.model)
+        if indent is None:
+            return data
+        import json
+
+        return json.dumps(data, indent=indent)
+
+    def infer_shapes(self) -> dict[str, Any]:
+        """Static type and shape of every value of the main graph, name ->
+        :class:`onnxrt.tools.shapes.ValueInfo` (``shape`` with symbolic dims kept, ``dtype``,
+        ``type``, ``origin``): declared types, onnx's shape inference, then onnxrt's rules
+        where it stops (model-local functions, ai.onnx.ml operators, schema type
+        constraints); unknown values say so (``origin="unknown"``). mlprodict ran its own
+        per-operator shape functions and returned ShapeObjects, assuming the first
+        dimension of every input was the batch."""
+        from .tools.shapes import infer_shapes
+
+        return infer_shapes(self.model, self.opsets)
+
+    def infer_types(self) -> dict[str, Any]:
+        """name -> numpy dtype of every tensor value (the type string for sequences, maps
+        and optionals, None where unknown), from :meth:`infer_shapes`; as mlprodict's."""
+        from .tools.shapes import infer_types
+
+        return infer_types(self.model, self.opsets)
+
+    def infer_sizes(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Memory estimate of a run: ``inputs`` maps each input to an array or a shape.
+        Each node's temporary memory is its outputs' bytes; the peak follows the run order,
+        a value freed after its last reader (see :func:`onnxrt.tools.shapes.infer_sizes`
+        for the dict returned). mlprodict ran its kernels' size functions on the inputs and
+        returned ``{"#node": sizes}``; onnxrt runs nothing, it works from static shapes."""
+        from .tools.shapes import infer_sizes
+
+        return infer_sizes(self.model, inputs, self.opsets)
+
+    def global_index(self, name: str) -> int:
+        """A stable integer for a value name (mlprodict's API): inputs, initializers, node
+        outputs in run order and outputs are numbered first, the same on every engine of
+        the model; a name the graph does not have gets the next free integer, as in
+        mlprodict."""
+        index = getattr(self, "_global_index", None)
+        if index is None:
+            from .tools.intermediate import node_outputs
+
+            index = {}
+            graph = self.model.graph
+            names = [i.name for i in graph.input] + [i.name for i in graph.initializer]
+            names += [i.values.name for i in graph.sparse_initializer]
+            names += node_outputs(self.model) + [o.name for o in graph.output]
+            for n in names:
+                index.setdefault(n, len(index))
+            self._global_index = index
+        if name not in index:
+            index[name] = len(index)
+        return index[name]
+
+    def switch_initializers_dtype(self, dtype: Any = np.float64) -> OnnxInference:
+        """An engine computing this float32 model in ``dtype`` (float64 by default):
+        initializers, constants, declared types and Cast targets switched, Casts inserted
+        around operators whose schema has no room for the new type; ``.switched`` on the
+        new engine lists the changes. mlprodict changed its engine's initializers in place
+        and returned that list; onnxrt's plan is built once, so it returns a new engine."""
+        from .tools.precision import switch_dtype
+
+        model, done = switch_dtype(self.model, dtype, self.base_dir, self.opsets)
+        other = self._sibling(model)
+        #: what switch_initializers_dtype changed: (what, where, detail)
+        other.switched = done
+        return other
+
+    def compare_precision(self, inputs: dict[str, Any], dtype: Any = np.float64) -> list[dict[str, Any]]:
+        """Run this float32 model and its :meth:`switch_initializers_dtype` twin on the same
+        inputs; one dict per float node output, in run order, with ``i``, ``name``,
+        ``op_type``, ``output``, ``dtype``, ``max_abs`` and ``max_rel`` (the drift of
+        float32 from the wider run). onnxrt's own: mlprodict left the comparison to its users."""
+        from .tools.precision import precision_rows
+
+        if not isinstance(inputs, dict) and type(inputs).__module__.startswith("pandas"):
+            from .tools.frames import frame_feeds
+
+            inputs = frame_feeds(inputs, self._specs, self.plan.required_inputs)
+        return precision_rows(self, self.switch_initializers_dtype(dtype), inputs)
+
+    def build_intermediate(self, outputs: Any = None) -> dict[str, OnnxInference]:
+        """An ordered dict node output -> OnnxInference of a model computing only that value
+        from the model's inputs (every input kept, so the same feeds run each), in run
+        order; ``outputs`` (a name or a list) selects some. As mlprodict's, without its
+        ``overwrite_types``: the output's type comes from :meth:`infer_shapes`."""
+        from collections import OrderedDict
+
+        from .tools.intermediate import cut_model, select_outputs
+
+        infos = self.infer_shapes()
+        res: OrderedDict[str, OnnxInference] = OrderedDict()
+        for name in select_outputs(self.model, outputs):
+            res[name] = self._sibling(cut_model(self.model, name, infos))
+        return res
+
+    def __str__(self) -> str:
+        """The model as text (:meth:`to_text`); mlprodict printed the protobuf."""
+        return self.to_text()
 
     # ------------------------------------------------------------------------------
 
