@@ -80,25 +80,61 @@ def _session_and_feeds(args: argparse.Namespace, options: Any = None) -> tuple[A
             raise CliError(str(e)) from None
         for name in missing:
             feeds[name] = rnd[name]
-        print(f"random inputs for {', '.join(repr(m) for m in missing)} (seed {args.seed})")
+        chosen = ", ".join(f"{m!r} {_describe(feeds[m])[1]}{_describe(feeds[m])[0]}" for m in missing)
+        # stderr: stdout keeps the command's own output (outputs, tables) for pipes
+        print(f"random inputs (seed {args.seed}): {chosen}", file=sys.stderr)
     return sess, feeds, path
 
 
+def _warm_up(sess: Any, feeds: dict[str, Any], done: int = 0, run: Any = None) -> list[float]:
+    """Run the session through the warm-up runs it still owes after ``done`` runs
+    (``OnnxInference.warmup_runs``: the first run, and the second where compiled kernels
+    start there); returns their times."""
+    run = run or (lambda: sess.run(None, feeds))
+    times = []
+    for _ in range(sess.engine.warmup_runs - done):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.runs < 0:
+        raise CliError("--runs must be 0 or more")
+    t0 = time.perf_counter()
     sess, feeds, path = _session_and_feeds(args)
+    created = time.perf_counter() - t0
     t0 = time.perf_counter()
     if args.verbose:
         res = sess.engine.run(feeds, verbose=args.verbose)
         outs = [res[n] for n in sess.engine.output_names]
     else:
         outs = sess.run(None, feeds)
-    elapsed = time.perf_counter() - t0
+    first = time.perf_counter() - t0
     print(f"model: {path}")
     for meta, value in zip(sess.get_outputs(), outs):
         shape, dtype = _describe(value)
         print(f"  {meta.name}: shape={shape} dtype={dtype}")
         print(f"    {_preview(value)}")
-    print(f"run time: {elapsed * 1e3:.3f} ms")
+    # the first run carries what a process pays once (loading kernels, preparing weights):
+    # it is reported apart from runs in steady state, which --runs measures
+    print(f"session creation: {_ms(created)} (loading, checking, planning)")
+    print(f"first run: {_ms(first)} (one-time warm-up included)")
+    if args.runs:
+        warm = _warm_up(sess, feeds, done=1)
+        if warm:
+            print(f"warm-up: {', '.join(_ms(t) for t in warm)} (the runs where compiled kernels start)")
+        times = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            sess.run(None, feeds)
+            times.append(time.perf_counter() - t0)
+        print(f"steady runs: median {_ms(float(np.median(times)))}, min {_ms(min(times))} over {len(times)} runs")
     if args.output:
         arrays = {m.name: v for m, v in zip(sess.get_outputs(), outs) if isinstance(v, np.ndarray)}
         try:
@@ -112,7 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _latencies(fn: Any, feeds: dict[str, Any], runs: int, label: str) -> np.ndarray:
     from tqdm import tqdm
 
-    fn(feeds)  # warm-up
+    fn(feeds)  # warm-up (onnxrt's is done before: _warm_up)
     times = []
     for _ in tqdm(range(runs), desc=label, unit="run", leave=False, file=sys.stderr):
         t0 = time.perf_counter()
@@ -125,6 +161,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     sess, feeds, path = _session_and_feeds(args)
     if args.runs < 1:
         raise CliError("--runs must be at least 1")
+    _warm_up(sess, feeds)
     rows = [("onnxrt", _latencies(lambda f: sess.run(None, f), feeds, args.runs, "onnxrt"))]
     if not args.no_ort:
         try:
@@ -149,11 +186,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from . import SessionOptions
-    from .tools.profiling import summarize, svg_bar_chart
+    from .tools.profiling import summarize, svg_bar_chart, warmup_runs
 
+    if args.runs < 1:
+        raise CliError("--runs must be at least 1")
     opts = SessionOptions()
     opts.enable_profiling = True
     sess, feeds, path = _session_and_feeds(args, opts)
+    # the warm-up runs are in the trace, marked, and out of the tables below
+    _warm_up(sess, feeds)
     for _ in tqdm(range(args.runs), desc="profiling", unit="run", leave=False, file=sys.stderr):
         sess.run(None, feeds)
     trace = sess.end_profiling()
@@ -161,7 +202,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         events = json.load(f)
     ops, slow = summarize(events)
     total = sum(t for _, t, _ in ops) or 1.0
-    print(f"model: {path} ({args.runs} runs); trace: {trace}")
+    warm = warmup_runs(events)
+    print(f"model: {path} ({args.runs} runs after {len(warm)} warm-up); trace: {trace}")
+    print(f"warm-up runs (one-time loading and preparation, left out below): {', '.join(f'{t / 1e3:.3f} ms' for t in warm)}")
     print(f"{'operator':<28} {'calls':>6} {'total ms':>10} {'share':>7}")
     for op, t, n in ops:
         print(f"{op:<28} {n:>6} {t / 1e3:>10.3f} {100 * t / total:>6.1f}%")
@@ -255,17 +298,26 @@ def cmd_ops(args: argparse.Namespace) -> int:
     if args.markdown:
         print(markdown())
         return 0
-    for dom, op, have, known in rows(custom=True):
-        if args.domain is not None and dom != args.domain:
+    table = rows(custom=True)
+    domain = None if args.domain is None else ("" if args.domain == "ai.onnx" else args.domain)
+    if domain is not None and all(dom != domain for dom, *_ in table):
+        known = sorted({dom or "ai.onnx" for dom, *_ in table})
+        raise CliError(f"--domain {args.domain!r} is not a domain onnxrt knows; known domains: {', '.join(known)}")
+    print(f"{'domain':<26} {'operator':<32} {'onnxrt versions':<28} onnx versions")
+    for dom, op, have, known in table:
+        if domain is not None and dom != domain:
             continue
         if not have and not args.all:
             continue
-        print(f"{dom or 'ai.onnx':<26} {op:<32} {','.join(map(str, have)) or '-':<28} onnx: {','.join(map(str, known)) or 'custom'}")
+        print(f"{dom or 'ai.onnx':<26} {op:<32} {','.join(map(str, have)) or '-':<28} {','.join(map(str, known)) or 'custom'}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="onnxrt", description="Run, inspect, profile and compare ONNX models with onnxrt.")
+    parser.add_argument("--version", action="version", version=f"onnxrt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def model_command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -278,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = model_command("run", "run a model and print its outputs")
     run.add_argument("--output", "-o", metavar="FILE.npz", help="save the outputs to a .npz file")
     run.add_argument("--verbose", "-v", action="count", default=0, help="print every node as it runs (-vv adds value statistics)")
+    run.add_argument("--runs", "-n", type=int, default=0, help="also time this many runs after the warm-up (default 0: the first run only)")
     run.set_defaults(func=cmd_run)
 
     bench = model_command("bench", "measure latency (min, median, p90), against onnxruntime when installed")
@@ -304,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     draw.set_defaults(func=cmd_draw)
 
     ops = sub.add_parser("ops", help="list the supported operators and versions per domain", description="list the supported operators and versions per domain")
-    ops.add_argument("--domain", help="only this domain ('' for ai.onnx)")
+    ops.add_argument("--domain", help="only this domain ('' or ai.onnx for the default domain)")
     ops.add_argument("--all", action="store_true", help="also list the operators onnxrt lacks")
     ops.add_argument("--markdown", action="store_true", help="print docs/operators.md")
     ops.set_defaults(func=cmd_ops)

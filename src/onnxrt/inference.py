@@ -402,6 +402,14 @@ class OnnxInference:
         with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
+    @property
+    def warmup_runs(self) -> int:
+        """How many runs carry one-time costs before the steady state: the first (kernels
+        loaded, weights prepared) and, where compiled kernels start at the second run
+        (ONNXRT_JIT=auto, the default), the second too. Timings skip them (``onnxrt bench``,
+        ``onnxrt profile``)."""
+        return 2 if _jit.ENABLED and not _jit.EAGER else 1
+
     def _first(self, fn: Callable[..., Any], *args: Any) -> Any:
         """The session's first run, on the kernels' numpy paths: compiled kernels start with
         the second (onnxrt.ops_cpu._jit.EAGER says why; ONNXRT_JIT=1 starts them at once).

@@ -24,22 +24,34 @@ def _type_shape(value: Any) -> dict[str, Any]:
 
 
 class Profiler:
-    """Collects one complete ('X') event per node run and per model run; thread-safe."""
+    """Collects one complete ('X') event per node run and per model run; thread-safe.
 
-    def __init__(self, prefix: str = "onnxrt_profile"):
+    The first ``warmup_runs`` runs carry one-time costs (kernels loading, weights prepared:
+    ``OnnxInference.warmup_runs``): their events have ``args["warmup"] = True``, and
+    :func:`summarize` leaves them out of the steady-state tables (:func:`warmup_runs` sums them).
+    """
+
+    def __init__(self, prefix: str = "onnxrt_profile", warmup_runs: int = 0):
         self.prefix = prefix
         self.start_ns = time.perf_counter_ns()
         self.wall_start = time.time()
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self.warmup_runs = warmup_runs
+        #: runs started so far (the run index of the next node_trace)
+        self.runs = 0
 
     def _us(self, t_ns: int) -> float:
         return (t_ns - self.start_ns) / 1e3
 
     def node_trace(self) -> Any:
-        """A ``trace(step, args, results, seconds)`` callback for one run."""
+        """A ``trace(step, args, results, seconds)`` callback for one run; its ``warmup``
+        attribute says whether the run is one of the warm-up runs (pass it to :meth:`model_event`)."""
         tid = threading.get_ident() % 100000
         pid = os.getpid()
+        with self._lock:
+            warmup = self.runs < self.warmup_runs
+            self.runs += 1
 
         def trace(st: Any, args: list[Any], res: tuple[Any, ...], dt: float) -> None:
             end = time.perf_counter_ns()
@@ -60,12 +72,15 @@ class Profiler:
                     "output_type_shape": [_type_shape(r) for r in res if r is not None],
                 },
             }
+            if warmup:
+                event["args"]["warmup"] = True
             with self._lock:
                 self.events.append(event)
 
+        trace.warmup = warmup  # type: ignore[attr-defined]
         return trace
 
-    def model_event(self, t0_ns: int, t1_ns: int) -> None:
+    def model_event(self, t0_ns: int, t1_ns: int, warmup: bool = False) -> None:
         with self._lock:
             self.events.append(
                 {
@@ -76,7 +91,7 @@ class Profiler:
                     "ts": round(self._us(t0_ns), 3),
                     "ph": "X",
                     "name": "model_run",
-                    "args": {},
+                    "args": {"warmup": True} if warmup else {},
                 }
             )
 
@@ -92,11 +107,12 @@ class Profiler:
 
 
 def summarize(events: list[dict[str, Any]]) -> tuple[list[tuple[str, float, int]], list[tuple[str, str, float]]]:
-    """(op type, total µs, count) by decreasing time, and the ten slowest (node, op type, µs)."""
+    """(op type, total µs, count) by decreasing time, and the ten slowest (node, op type, µs),
+    over the steady runs (warm-up runs' events are left out: see :func:`warmup_runs`)."""
     by_op: dict[str, list[float]] = {}
     nodes: dict[tuple[str, str], float] = {}
     for e in events:
-        if e.get("cat") != "Node":
+        if e.get("cat") != "Node" or e["args"].get("warmup"):
             continue
         op = e["args"]["op_name"]
         by_op.setdefault(op, []).append(e["dur"])
@@ -105,6 +121,12 @@ def summarize(events: list[dict[str, Any]]) -> tuple[list[tuple[str, float, int]
     ops = sorted(((k, float(sum(v)), len(v)) for k, v in by_op.items()), key=lambda t: -t[1])
     slow = sorted(((n, op, t) for (n, op), t in nodes.items()), key=lambda t: -t[2])[:10]
     return ops, slow
+
+
+def warmup_runs(events: list[dict[str, Any]]) -> list[float]:
+    """The durations (µs) of the warm-up runs of a trace, in order."""
+    runs = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run" and e["args"].get("warmup")]
+    return [e["dur"] for e in sorted(runs, key=lambda e: e["ts"])]
 
 
 def svg_bar_chart(rows: list[tuple[str, float]], title: str, unit: str = "ms") -> str:
