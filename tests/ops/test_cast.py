@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -307,6 +308,245 @@ def test_float6_types_of_cast_28():
     np.testing.assert_array_equal(y.astype(np.float32), [0.3125, 1.0, 28.0, -28.0])
     with pytest.raises(InvalidAttributeError):
         cast_run(x, TP.FLOAT6E2M3, opset=25)
+
+
+# ----------------------------------------------------------------------------------------
+# onnxrt's own encodings at the edges: expected codes derived here from the code tables
+# ----------------------------------------------------------------------------------------
+
+#: the float targets encoded by onnxrt: name -> (dtype, element type, width of a code)
+MINIFLOATS = {
+    "e4m3fn": (E4M3FN, TP.FLOAT8E4M3FN, 8),
+    "e4m3fnuz": (E4M3FNUZ, TP.FLOAT8E4M3FNUZ, 8),
+    "e5m2": (E5M2, TP.FLOAT8E5M2, 8),
+    "e5m2fnuz": (E5M2FNUZ, TP.FLOAT8E5M2FNUZ, 8),
+    "e2m1": (np.dtype(ml_dtypes.float4_e2m1fn), TP.FLOAT4E2M1, 4),
+    "e2m3": (np.dtype(ml_dtypes.float6_e2m3fn), TP.FLOAT6E2M3, 6),
+    "e3m2": (np.dtype(ml_dtypes.float6_e3m2fn), TP.FLOAT6E3M2, 6),
+}
+_NO_INF_NAN = ("e2m1", "e2m3", "e3m2")
+_FNUZ_NAMES = ("e4m3fnuz", "e5m2fnuz")
+
+
+def code_table(name: str) -> tuple[list[int], list[float]]:
+    """The codes with the sign bit clear whose value is finite, increasing, decoded to float64, followed by a
+    virtual code one past the largest (its value one spacing of the top binade further): the neighbour a
+    value beyond the largest finite one rounds to, "[x] > FLT_MAX" when it wins."""
+    dt, _, bits = MINIFLOATS[name]
+    codes = np.arange(1 << (bits - 1), dtype=np.uint8)
+    vals = codes.view(dt).astype(np.float64)
+    keep = np.isfinite(vals)
+    codes, vals = [int(c) for c in codes[keep]], [float(v) for v in vals[keep]]
+    assert all(b > a for a, b in zip(vals, vals[1:]))
+    return codes + [codes[-1] + 1], vals + [vals[-1] + (vals[-1] - vals[-2])]
+
+
+def reference_code(name: str, x: float | int, saturate: bool) -> int | str:
+    """The code the Cast spec gives to the exact value ``x``: the nearest entry of the table, ties to the
+    even code (the even last mantissa bit), then the spec's tables; 'nan' where the result is a NaN
+    (checked apart, its code being a choice)."""
+    from bisect import bisect_left
+    from fractions import Fraction
+
+    codes, vals = code_table(name)
+    bits = MINIFLOATS[name][2]
+    if isinstance(x, float) and np.isnan(x):
+        return "nan"
+    neg = x < 0 or (isinstance(x, float) and np.signbit(x))
+    a = abs(x)
+    if a == np.inf:
+        over = True
+    else:
+        i = bisect_left(vals, a)
+        if i < len(vals) and vals[i] == a:
+            k = i
+        elif i == len(vals):
+            k = len(vals) - 1
+        else:
+            lo, hi = Fraction(a) - Fraction(vals[i - 1]), Fraction(vals[i]) - Fraction(a)
+            k = i - 1 if lo < hi or (lo == hi and codes[i - 1] % 2 == 0) else i
+        over = k == len(vals) - 1
+    if over:
+        if saturate or name in _NO_INF_NAN:
+            mag = codes[-2]
+        elif name == "e5m2":
+            mag = 0x7C  # infinity
+        else:
+            return "nan"
+    else:
+        mag = codes[k]
+    if name in _FNUZ_NAMES and mag == 0:
+        return 0  # no negative zero
+    return mag | ((1 << (bits - 1)) if neg else 0)
+
+
+def edge_values(name: str, src: np.dtype) -> np.ndarray:
+    """Every value of the type, every midpoint (ties, the half of the smallest subnormal, the boundary above
+    the largest value), their neighbours in ``src``, far values, -0, +-inf, +-NaN, both signs."""
+    _, vals = code_table(name)
+    base = list(vals) + [(a + b) / 2 for a, b in zip(vals, vals[1:])]
+    base += [vals[1] / 4, 2 * vals[-1], 1e4 * vals[-1], 1e30, float(np.finfo(src).tiny), float(np.finfo(src).max)]
+    with np.errstate(over="ignore"):
+        v = np.array(base, np.float64).astype(src)
+        v = np.concatenate([v, np.nextafter(v, src.type(np.inf)), np.nextafter(v, src.type(0))])
+    v = np.concatenate([v, -v, np.array([np.inf, -np.inf, np.nan, -np.nan, np.finfo(src).smallest_subnormal], src)])
+    return v
+
+
+def assert_codes(name: str, x: np.ndarray, y: np.ndarray, saturate: bool, fnuz_inf_is_nan: bool = False) -> None:
+    """``y`` (the encoding of ``x``) against :func:`reference_code`, NaN by the spec's rules."""
+    dt, _, bits = MINIFLOATS[name]
+    assert y.dtype == dt and y.shape == x.shape
+    got = y.reshape(-1).view(np.uint8)
+    top = 1 << (bits - 1)
+    for xi, g in zip(x.reshape(-1).tolist(), got.tolist()):
+        exp = reference_code(name, xi, saturate)
+        if fnuz_inf_is_nan and name in _FNUZ_NAMES and abs(xi) == np.inf:
+            exp = "nan"
+        if exp != "nan":
+            assert g == exp, (name, xi, saturate, hex(g), hex(exp))
+        elif name in _NO_INF_NAN:
+            assert g == top, (name, xi, hex(g))  # onnxrt's choice: NaN becomes -0
+        elif name in _FNUZ_NAMES:
+            assert g == 0x80, (name, xi, hex(g))  # the one NaN
+        else:
+            # E4M3FN: S.1111.111; E5M2: S.11111.xx, xx != 0; the sign follows x (-NaN, -Inf -> -NaN)
+            assert (g & 0x7F) == 0x7F if name == "e4m3fn" else (g & 0x7C) == 0x7C and (g & 3), (name, xi, hex(g))
+            assert bool(g & 0x80) == bool(np.signbit(xi)), (name, xi, hex(g))
+    decoded = y.astype(np.float64).reshape(-1)
+    assert np.isnan(decoded).tolist() == [
+        reference_code(name, xi, saturate) == "nan" or (fnuz_inf_is_nan and name in _FNUZ_NAMES and abs(xi) == np.inf)
+        for xi in x.reshape(-1).tolist()
+    ] or name in _NO_INF_NAN
+
+
+def test_code_tables_match_the_spec():
+    """The decoded tables the reference relies on: sizes, largest values, smallest subnormals."""
+    expected = {  # (finite non-negative codes, largest value, smallest subnormal, virtual next value)
+        "e4m3fn": (127, 448.0, 2.0**-9, 480.0),
+        "e4m3fnuz": (128, 240.0, 2.0**-10, 256.0),
+        "e5m2": (124, 57344.0, 2.0**-16, 65536.0),
+        "e5m2fnuz": (128, 57344.0, 2.0**-17, 65536.0),
+        "e2m1": (8, 6.0, 0.5, 8.0),
+        "e2m3": (32, 7.5, 0.125, 8.0),
+        "e3m2": (32, 28.0, 0.0625, 32.0),
+    }
+    for name, (n, top, sub, nxt) in expected.items():
+        codes, vals = code_table(name)
+        assert (len(codes) - 1, vals[-2], vals[1], vals[-1]) == (n, top, sub, nxt), name
+
+
+@pytest.mark.parametrize("saturate", [1, 0])
+@pytest.mark.parametrize("src", [np.float32, np.float64, np.float16], ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("name", list(MINIFLOATS))
+def test_float_encodings_at_the_edges(name, src, saturate):
+    dt, elem, _ = MINIFLOATS[name]
+    x = edge_values(name, np.dtype(src))
+    x = x.reshape(2, -1) if x.size % 2 == 0 else x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning may leak out of the kernel
+        y = cast_run(x, elem, opset=28, saturate=saturate)
+    assert_codes(name, x, y, bool(saturate))
+    z = cast(x.reshape(-1)[:1].reshape(()), dt, bool(saturate))  # a 0-d input stays 0-d
+    assert z.shape == () and z.dtype == dt
+    assert_codes(name, x.reshape(-1)[:1].reshape(()), z, bool(saturate))
+
+
+@pytest.mark.parametrize("name", ["e4m3fnuz", "e5m2fnuz"])
+def test_fnuz_encodings_of_cast_19(name):
+    x = edge_values(name, np.dtype(np.float32))
+    for saturate in (1, 0):
+        y = cast_run(x, MINIFLOATS[name][1], opset=19, saturate=saturate)
+        assert_codes(name, x, y, bool(saturate), fnuz_inf_is_nan=True)
+
+
+@pytest.mark.parametrize("name", list(MINIFLOATS))
+def test_float_encodings_of_integers(name):
+    _, vals = code_table(name)
+    top = int(vals[-2])
+    ints = sorted({0, 1, 2, 3, 5, 7, 9, 17, 33, 100, 1000, top - 1, top, top + 1, int(vals[-1]) - 1, int(vals[-1]),
+                   int(vals[-1]) + 1, (top + int(vals[-1])) // 2, (top + int(vals[-1])) // 2 + 1, 2**31 - 1})
+    for itype in (np.int32, np.int64, np.int16, np.uint8, np.uint64):
+        info = np.iinfo(itype)
+        vs = [v for v in ints if v <= info.max] + [-v for v in ints if -v >= info.min]
+        x = np.array(vs, itype)
+        for saturate in (1, 0):
+            y = cast_run(x, MINIFLOATS[name][1], opset=28, saturate=saturate)
+            assert_codes(name, x, y, bool(saturate))
+
+
+def test_float_encoding_examples():
+    """A few values worked by hand from the spec's tables."""
+    def codes(x, to, saturate=1, dtype=np.float32):
+        return cast_run(np.array(x, dtype), to, opset=28, saturate=saturate).view(np.uint8).tolist()
+
+    # E4M3FN: 464 is the tie between 448 (S.1111.110) and the NaN slot 480: even -> 448; above it overflows
+    assert codes([464.0, 464.00003, -464.00003], TP.FLOAT8E4M3FN) == [0x7E, 0x7E, 0xFE]
+    assert codes([464.0, 464.00003, -464.00003], TP.FLOAT8E4M3FN, 0) == [0x7E, 0x7F, 0xFF]
+    # E5M2: 61440 is the tie between 57344 (S.11110.11, odd) and 2**16: overflow, +inf without saturate
+    assert codes([61440.0, 61439.996, -61440.0], TP.FLOAT8E5M2, 0) == [0x7C, 0x7B, 0xFC]
+    # smallest subnormals: E4M3FN 2**-9; its half ties to 0 (even), a bit more rounds up; 1.5 ulps -> 2 ulps
+    assert codes([2.0**-10, 2.0**-10 * 1.0001, 3 * 2.0**-10, -(2.0**-10)], TP.FLOAT8E4M3FN) == [0, 1, 2, 0x80]
+    # FNUZ: -0 and negative values rounding to 0 are +0; NaN is 0x80
+    assert codes([-0.0, -(2.0**-12), np.nan, -np.nan], TP.FLOAT8E4M3FNUZ) == [0, 0, 0x80, 0x80]
+    # float4e2m1: 5 ties 4 (S.11.0) and 6 (S.11.1) -> 4; 7 ties 6 and the virtual 8 -> 6 (clamped); inf -> 6
+    assert codes([5.0, 2.5, 0.25, 0.75, 7.0, 100.0, -np.inf, np.nan], TP.FLOAT4E2M1) == [6, 4, 0, 2, 7, 7, 15, 8]
+    # float6e3m2: subnormal step 1/16, 28 the largest; float6e2m3: step 1/8, 7.5 the largest
+    assert codes([1 / 32, 3 / 32, 30.0, 31.0], TP.FLOAT6E3M2) == [0, 2, 31, 31]
+    assert codes([1 / 16, 3 / 16, 7.75, -9.0], TP.FLOAT6E2M3) == [0, 2, 31, 63]
+
+
+# sub-byte integers: integer sources keep the low bits, float sources truncate then wrap
+
+SUB_BYTE = {"int4": (TP.INT4, 4, True), "uint4": (TP.UINT4, 4, False), "int2": (TP.INT2, 2, True), "uint2": (TP.UINT2, 2, False)}
+
+
+def wrap(v: int, bits: int, signed: bool) -> int:
+    low = v % (1 << bits)  # Python's modulo of the exact integer: the low bits
+    return low - (1 << bits) if signed and low >= 1 << (bits - 1) else low
+
+
+@pytest.mark.parametrize("name", list(SUB_BYTE))
+def test_sub_byte_integers_from_integers_keep_the_low_bits(name):
+    to, bits, signed = SUB_BYTE[name]
+    for itype in (np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint64):
+        info = np.iinfo(itype)
+        vs = sorted({int(info.min), int(info.max), *range(max(int(info.min), -40), min(int(info.max), 40) + 1)})
+        x = np.array(vs, itype).reshape(1, -1)
+        y = cast_run(x, to)
+        assert y.dtype == np_dtype(to) and y.shape == x.shape
+        assert y.astype(np.int64).reshape(-1).tolist() == [wrap(v, bits, signed) for v in vs], itype
+    # from the other sub-byte types and bool
+    for src_name, (src, sbits, ssigned) in SUB_BYTE.items():
+        vs = list(range(-(1 << (sbits - 1)), 1 << (sbits - 1))) if ssigned else list(range(1 << sbits))
+        x = np.array(vs, np.int64).astype(np_dtype(src))
+        y = cast_run(x, to)
+        assert y.dtype == np_dtype(to)
+        assert y.astype(np.int64).tolist() == [wrap(v, bits, signed) for v in vs], src_name
+    y = cast_run(np.array([[True, False]]), to)
+    assert y.dtype == np_dtype(to) and y.shape == (1, 2) and y.astype(np.int64).tolist() == [[1, 0]]
+
+
+@pytest.mark.parametrize("name", list(SUB_BYTE))
+def test_sub_byte_integers_from_floats_truncate_then_wrap(name):
+    to, bits, signed = SUB_BYTE[name]
+    base = [0.0, -0.0, 0.5, -0.5, 0.99, 1.5, -1.5, 2.5, -2.5, 2.7, -2.7, 7.9, -8.9, 8.0, 9.0, 15.5, 16.0, -16.5,
+            300.7, -300.7, 1e10 + 3, 2.0**31 + 5, 2.0**62 + 2**40, 2.0**63, -(2.0**63), 2.0**64 + 2**12, 1e30, -1e300]
+    for src in (np.float32, np.float64, np.float16):
+        with np.errstate(over="ignore"):
+            x = np.array(base, np.float64).astype(src)
+        x = np.concatenate([x, np.array([np.nan, -np.nan, np.inf, -np.inf], src)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y = cast_run(x, to)
+        assert y.dtype == np_dtype(to) and y.shape == x.shape
+        # the exact truncation of each finite value (Python's int() of a float is exact), then the low bits;
+        # NaN and +-inf, undefined in the spec, give 0
+        expected = [wrap(int(v), bits, signed) if np.isfinite(v) else 0 for v in x.astype(np.float64).tolist()]
+        assert y.astype(np.int64).tolist() == expected, src
+    # the ml_dtypes floats truncate the same way
+    x = np.array([448.0, -3.5, 20.0, -0.0], np.float32).astype(E4M3FN)
+    assert cast_run(x, to).astype(np.int64).tolist() == [wrap(v, bits, signed) for v in (448, -3, 20, 0)]
 
 
 # ----------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@ plain definitions written from the spec, every target type, rounding half to eve
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -15,6 +17,8 @@ from onnxrt.errors import GraphError, KernelError
 from onnxrt.ops_cpu._quant import expand_param, saturate_cast
 from onnxrt.ops_cpu.op_qlinear_matmul import qlinear_matmul
 from onnxrt.ops_cpu.op_quantize_linear import dequantize_linear, dynamic_quantize_linear, quantize_linear
+
+from .test_cast import MINIFLOATS, assert_codes, edge_values
 
 F32 = np.float32
 INT_TYPES = {
@@ -272,6 +276,36 @@ def test_small_floats_always_clamp(dt, values):
         y = quantize_linear(x, F32(1), np.zeros((), dt), saturate=saturate)
         assert y.dtype == np.dtype(dt)
         np.testing.assert_array_equal(y.astype(np.float64), values)
+
+
+@pytest.mark.parametrize("saturate", [1, 0])
+@pytest.mark.parametrize("name", list(MINIFLOATS))
+def test_float_targets_at_the_edges(name, saturate):
+    """x / 1 is exact: QuantizeLinear's result is the Cast encoding of x at every edge of the type
+    (ties to even, the largest value and the boundary above it, subnormals, -0, +-inf, NaN)."""
+    dt, elem, _ = MINIFLOATS[name]
+    x = edge_values(name, np.dtype(F32))
+    for inits in ({"y_scale": F32(1)}, {"y_scale": F32(1), "y_zero_point": np.zeros((), dt)}):
+        attrs = {"saturate": saturate} if len(inits) == 2 else {"saturate": saturate, "output_dtype": elem}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (y,) = run_onnxrt(_model("QuantizeLinear", {"x": x}, attrs, opset=28, inits=inits), {"x": x})
+        assert_codes(name, x, y, bool(saturate))
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])
+def test_sub_byte_targets_round_half_to_even_then_saturate(name):
+    dt, elem, lo, hi, opset = INT_TYPES[name]
+    ties = [k + 0.5 for k in range(lo - 3, hi + 3)]
+    near = [np.nextafter(F32(t), F32(np.inf)) for t in ties] + [np.nextafter(F32(t), F32(-np.inf)) for t in ties]
+    x = np.array(ties + near + [np.inf, -np.inf, np.nan, 1e30, -1e30, -0.0], F32).reshape(1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (y,) = run_onnxrt(_model("QuantizeLinear", {"x": x}, {"output_dtype": elem}, opset=opset, inits={"y_scale": F32(1)}), {"x": x})
+    assert y.dtype == np.dtype(dt) and y.shape == x.shape
+    # Python's round() of a float is half to even and exact; NaN (undefined) gives the lowest value
+    expected = [lo if np.isnan(v) else min(max(round(v) if np.isfinite(v) else int(np.sign(v)) * 10**9, lo), hi) for v in x.reshape(-1).tolist()]
+    assert y.astype(np.int64).reshape(-1).tolist() == expected
 
 
 def _chain(target_elem, zp, scale, opset, axis=1):
