@@ -16,43 +16,74 @@ if "numpy" not in _sys.modules:
 
 from .errors import (  # noqa: E402
     AllocationError,
+    ConfigEntryError,
     GraphError,
     IndexOutOfRangeError,
+    InvalidArgumentError,
     InvalidAttributeError,
     InvalidFeedError,
+    InvalidOptionError,
     InvalidTypeError,
     KernelError,
     ModelLoadError,
+    NotApplicableError,
     OnnxRuntimeError,
+    OptionError,
+    RunTerminatedError,
     SecurityError,
+    UnknownOptionError,
     UnsupportedOperatorError,
 )
 from .compat import ModelWarning  # noqa: E402
 from .inference import OnnxInference
 from .registry import register, register_function
-from .session import GraphOptimizationLevel, InferenceSession, NodeArg, RunOptions, SessionOptions
+from .iobinding import IOBinding
+from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
+from .ortvalue import OrtDevice, OrtSparseFormat, OrtValue, SparseTensor
+from .providers import get_all_providers, get_available_providers, get_build_info, get_device, get_version_string
+from .session import InferenceSession, ModelMetadata, NodeArg
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AllocationError",
+    "ConfigEntryError",
+    "ExecutionMode",
+    "ExecutionOrder",
     "GraphError",
     "GraphOptimizationLevel",
+    "IOBinding",
     "IndexOutOfRangeError",
     "InferenceSession",
+    "InvalidArgumentError",
     "InvalidAttributeError",
     "InvalidFeedError",
+    "InvalidOptionError",
     "InvalidTypeError",
     "KernelError",
     "ModelLoadError",
     "ModelWarning",
+    "ModelMetadata",
     "NodeArg",
+    "NotApplicableError",
     "OnnxInference",
     "OnnxRuntimeError",
+    "OptionError",
+    "OrtDevice",
+    "OrtSparseFormat",
+    "OrtValue",
     "RunOptions",
+    "RunTerminatedError",
     "SecurityError",
     "SessionOptions",
+    "SparseTensor",
+    "UnknownOptionError",
     "UnsupportedOperatorError",
+    "get_all_providers",
+    "get_available_providers",
+    "get_build_info",
+    "get_device",
+    "get_version_string",
     "register",
     "register_function",
     "__version__",

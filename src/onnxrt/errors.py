@@ -44,10 +44,50 @@ class InvalidAttributeError(GraphError):
     exit_code = 6
 
 
-class InvalidFeedError(OnnxRuntimeError):
-    """The inputs given to ``run`` do not match the model's declared inputs."""
+class InvalidFeedError(OnnxRuntimeError, ValueError):
+    """The inputs given to ``run`` do not match the model's declared inputs.
+
+    Also a ``ValueError``, as onnxruntime's error for a missing input is.
+    """
 
     exit_code = 7
+
+
+class OptionError(OnnxRuntimeError):
+    """A session or run option is unknown, of the wrong type or impossible."""
+
+    exit_code = 10
+
+
+class UnknownOptionError(OptionError, AttributeError):
+    """An attribute ``SessionOptions`` or ``RunOptions`` does not have (an ``AttributeError``, as in onnxruntime)."""
+
+
+class InvalidOptionError(OptionError, TypeError, ValueError):
+    """An option given a value of the wrong type (a ``TypeError``, as in onnxruntime) or an impossible value."""
+
+
+class ConfigEntryError(OptionError, RuntimeError):
+    """A configuration entry that was never set is read (a ``RuntimeError``, as in onnxruntime)."""
+
+
+class InvalidArgumentError(OnnxRuntimeError, TypeError, ValueError):
+    """An argument of OrtValue, SparseTensor, IOBinding or a session method has the wrong type or an impossible value."""
+
+    exit_code = 11
+
+
+class RunTerminatedError(OnnxRuntimeError, RuntimeError):
+    """A run stopped because its ``RunOptions.terminate`` was set (a ``RuntimeError``, as in onnxruntime)."""
+
+    exit_code = 12
+
+
+class NotApplicableError(OnnxRuntimeError, RuntimeError):
+    """The request needs what a CPU runtime on numpy does not have: a non-CPU provider or device,
+    a native custom-operator library (a ``RuntimeError``, as onnxruntime raises for them)."""
+
+    exit_code = 13
 
 
 class KernelError(OnnxRuntimeError):

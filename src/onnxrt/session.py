@@ -2,49 +2,34 @@
 
 from __future__ import annotations
 
-import enum
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from .dtypes import type_shape, type_string
-from .errors import InvalidFeedError
+import numpy as np
+
+from .dtypes import ONNX_TO_NP, type_shape, type_string
+from .errors import InvalidArgumentError, InvalidFeedError, InvalidOptionError, RunTerminatedError
 from .inference import OnnxInference
+from .iobinding import IOBinding
+from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
+from .ortvalue import OrtValue, SparseTensor, _strings
+from .providers import normalize_providers
+from .session_model import prepare_model, write_optimized_model
 from .tools.profiling import Profiler
 
-
-class GraphOptimizationLevel(enum.IntEnum):
-    """Optimisation levels, with onnxruntime's names."""
-
-    ORT_DISABLE_ALL = 0
-    ORT_ENABLE_BASIC = 1
-    ORT_ENABLE_EXTENDED = 2
-    ORT_ENABLE_ALL = 99
-
-
-class SessionOptions:
-    """Options of a session; the attribute names follow onnxruntime's where they exist."""
-
-    def __init__(self) -> None:
-        self.graph_optimization_level: GraphOptimizationLevel = GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.enable_profiling: bool = False
-        self.profile_file_prefix: str = "onnxrt_profile"
-        self.intra_op_num_threads: int = 0
-        self.inter_op_num_threads: int = 0
-        self.log_severity_level: int = 2
-        #: refuse any single tensor larger than this many bytes (None: no cap)
-        self.max_tensor_bytes: int | None = None
-
-    def __repr__(self) -> str:
-        return f"SessionOptions({vars(self)!r})"
-
-
-class RunOptions:
-    """Per-run options (kept for onnxruntime compatibility)."""
-
-    def __init__(self) -> None:
-        self.log_severity_level = 2
-        self.run_tag = ""
+__all__ = [
+    "ExecutionMode",
+    "ExecutionOrder",
+    "GraphOptimizationLevel",
+    "InferenceSession",
+    "ModelMetadata",
+    "NodeArg",
+    "RunOptions",
+    "SessionOptions",
+]
 
 
 @dataclass(frozen=True)
@@ -56,18 +41,107 @@ class NodeArg:
     type: str
 
 
-class InferenceSession:
-    """``InferenceSession(model, sess_options=None, providers=None)``; ``run(output_names, input_feed)``.
+@dataclass(frozen=True)
+class ModelMetadata:
+    """The model's metadata, as onnxruntime's ``get_modelmeta()`` returns it."""
 
-    ``model`` is a path, bytes, a binary file object or an ``onnx.ModelProto``.
-    ``run`` returns a list in the order of ``output_names`` (all outputs when None);
-    any named value of the graph may be requested.
+    producer_name: str
+    graph_name: str
+    domain: str
+    description: str
+    graph_description: str
+    version: int
+    custom_metadata_map: dict[str, str] = field(default_factory=dict)
+
+
+class _FeedType:
+    """What the session converts for one graph input before the engine checks it."""
+
+    __slots__ = ("type_str", "tensor", "string", "dtype", "scalar")
+
+    def __init__(self, vi: Any):
+        tp = vi.type
+        self.type_str = type_string(tp)
+        self.tensor = tp.WhichOneof("value") == "tensor_type"
+        elem = tp.tensor_type.elem_type if self.tensor else 0
+        dt = ONNX_TO_NP.get(elem)
+        self.string = dt is not None and dt.kind == "O"
+        self.dtype = None if dt is None or self.string else dt
+        self.scalar = self.tensor and type_shape(tp) == []
+
+
+def _list_to_array(name: str, value: list[Any], ft: _FeedType) -> np.ndarray:
+    """A (nested) list as a tensor of the input's declared element type, as onnxruntime
+    converts lists (numpy's conversion to that type; strings: str, bytes decoded as UTF-8,
+    anything else by ``str``)."""
+    if ft.string:
+        try:
+            arr = np.array(value, dtype=object)
+        except ValueError as e:
+            raise InvalidFeedError(f"Input {name!r} ({ft.type_str}): the list is not a regular nested list: {e}") from None
+        flat = arr.reshape(-1)
+        for i, x in enumerate(flat):
+            if isinstance(x, bytes):
+                flat[i] = x.decode("utf-8", errors="surrogateescape")
+            elif isinstance(x, list | tuple | np.ndarray | dict):
+                raise InvalidFeedError(
+                    f"Input {name!r} ({ft.type_str}): the list is not a regular nested list of strings "
+                    f"(an element is a {type(x).__name__})."
+                )
+            elif not isinstance(x, str):
+                flat[i] = str(x)
+        return arr
+    if ft.dtype is None:
+        raise InvalidFeedError(f"Input {name!r} ({ft.type_str}): a list cannot be converted to this type; pass a numpy array.")
+    try:
+        with np.errstate(all="ignore"):
+            return np.array(value, dtype=ft.dtype)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise InvalidFeedError(
+            f"Input {name!r} ({ft.type_str}): the list cannot be converted to a tensor of {ft.dtype}: {e}"
+        ) from None
+
+
+def _unwrap(name: str, value: OrtValue) -> Any:
+    inner = value._value
+    if isinstance(inner, SparseTensor):
+        raise InvalidFeedError(
+            f"Input {name!r}: onnxrt does not feed sparse tensors to a graph (no ONNX operator reads one); "
+            f"pass the dense tensor."
+        )
+    return inner
+
+
+class InferenceSession:
+    """``InferenceSession(model, sess_options=None, providers=None, provider_options=None)``;
+    ``run(output_names, input_feed)``.
+
+    ``model`` is a path, bytes, a binary file object or an ``onnx.ModelProto``. ``run``
+    returns a list in the order of ``output_names`` (all outputs when None or empty); any
+    named value of the graph may be requested (onnxruntime only takes graph outputs).
+
+    Deviations from onnxruntime: the only provider is ``CPUExecutionProvider``; other
+    known providers are dropped with a ``UserWarning`` (as onnxruntime's CPU packages do).
+    Feeds may be numpy arrays, :class:`~onnxrt.OrtValue`, or (nested) Python lists,
+    converted to the input's declared element type as onnxruntime converts them. A declared
+    scalar input also takes an array of one element (shape ``[1]``, ``[1, 1]``), as
+    onnxruntime does; onnxrt reads it as the scalar the model declares, so outputs follow
+    the declared shapes (onnxruntime passes the ``[1]`` through and warns). Errors are
+    onnxrt's own; a missing input raises :class:`~onnxrt.InvalidFeedError`, a ``ValueError``
+    as in onnxruntime.
     """
 
-    def __init__(self, path_or_bytes: Any, sess_options: SessionOptions | None = None, providers: Any = None, **kwargs: Any):
+    def __init__(
+        self,
+        path_or_bytes: Any,
+        sess_options: SessionOptions | None = None,
+        providers: Any = None,
+        provider_options: Any = None,
+        **kwargs: Any,
+    ):
         self._options = sess_options or SessionOptions()
-        self._providers = list(providers) if providers else ["CPUExecutionProvider"]
-        self._engine = OnnxInference(path_or_bytes, options=self._options)
+        self._providers = normalize_providers(providers, provider_options, strict=False)
+        self._engine = OnnxInference(prepare_model(path_or_bytes, self._options), options=self._options)
         graph = self._engine.model.graph
         inits = self._engine.initializer_names
         self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
@@ -77,9 +151,15 @@ class InferenceSession:
             if vi.name in inits and self._engine.overridable
         ]
         self._outputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.output]
+        self._feed_types = {vi.name: _FeedType(vi) for vi in graph.input if vi.HasField("type")}
+        # scalar and string inputs go through _feeds on every run (shape [1], bytes arrays)
+        self._convert_always = any(ft.scalar or ft.string for ft in self._feed_types.values())
+        path = getattr(self._options, "optimized_model_filepath", "")
+        if path:
+            write_optimized_model(self._engine, path, self._options)
         self._profiler: Profiler | None = None
         if self._options.enable_profiling:
-            self._profiler = Profiler(self._options.profile_file_prefix)
+            self._profiler = Profiler(self._options.profile_file_prefix, self._engine.warmup_runs)
 
     def __getstate__(self) -> dict[str, Any]:
         """Sessions pickle (for multiprocessing): the engine is rebuilt from the model's bytes;
@@ -91,7 +171,7 @@ class InferenceSession:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._options.enable_profiling:
-            self._profiler = Profiler(self._options.profile_file_prefix)
+            self._profiler = Profiler(self._options.profile_file_prefix, self._engine.warmup_runs)
 
     @property
     def engine(self) -> OnnxInference:
@@ -108,29 +188,162 @@ class InferenceSession:
         return list(self._overridable)
 
     def get_providers(self) -> list[str]:
+        """Always ``["CPUExecutionProvider"]``."""
         return list(self._providers)
+
+    def get_provider_options(self) -> dict[str, dict[str, str]]:
+        """``{"CPUExecutionProvider": {}}``: the CPU provider has no options (as in onnxruntime)."""
+        return {p: {} for p in self._providers}
+
+    def set_providers(self, providers: Any = None, provider_options: Any = None) -> None:
+        """Choose the providers: CPU is the only one; other known providers are dropped with a
+        ``UserWarning``, an unknown name raises :class:`~onnxrt.NotApplicableError` (a
+        ``RuntimeError``, as onnxruntime's "Unknown Provider Type")."""
+        self._providers = normalize_providers(providers, provider_options, strict=True)
 
     def get_session_options(self) -> SessionOptions:
         return self._options
 
-    def get_modelmeta(self) -> Any:
-        return self._engine.model
+    def get_modelmeta(self) -> ModelMetadata:
+        """The model's metadata (producer, graph name, domain, descriptions, version, custom
+        metadata). The ModelProto itself is ``session.engine.model``."""
+        m = self._engine.model
+        return ModelMetadata(
+            producer_name=m.producer_name,
+            graph_name=m.graph.name,
+            domain=m.domain,
+            description=m.doc_string,
+            graph_description=m.graph.doc_string,
+            version=int(m.model_version),
+            custom_metadata_map={p.key: p.value for p in m.metadata_props},
+        )
+
+    # -- runs --------------------------------------------------------------------------
+
+    def _feeds(self, feed: dict[str, Any]) -> dict[str, Any]:
+        """A new feed dict: OrtValues unwrapped, lists converted, bytes arrays of string
+        inputs decoded, single-element arrays of scalar inputs read as scalars."""
+        out: dict[str, Any] = {}
+        types = self._feed_types
+        for name, value in feed.items():
+            if isinstance(value, OrtValue):
+                value = _unwrap(name, value)
+            ft = types.get(name)
+            if ft is not None and ft.tensor:
+                if type(value) is list:
+                    value = _list_to_array(name, value, ft)
+                elif ft.string and isinstance(value, np.ndarray) and value.dtype.kind in "SV":
+                    if value.dtype.kind == "V":  # fixed-size raw bytes, as onnxruntime takes them
+                        value = np.array([v.tobytes() for v in value.reshape(-1)], dtype=object).reshape(value.shape)
+                    value = _strings(value)
+                if ft.scalar and isinstance(value, np.ndarray) and value.ndim and value.size == 1:
+                    value = value.reshape(())
+            out[name] = value
+        return out
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None = None) -> list[Any]:
+        """Run the model; returns the requested outputs as a list of numpy arrays (lists for
+        sequences). ``run_options.terminate`` is checked before the run and after each node."""
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
-        if not output_names and self._profiler is None:
+        if self._convert_always:
+            input_feed = self._feeds(input_feed)
+        else:
+            for v in input_feed.values():
+                if type(v) is not np.ndarray:
+                    input_feed = self._feeds(input_feed)
+                    break
+        if run_options is None and not output_names and self._profiler is None:
             return self._engine.run_outputs(input_feed)  # the hot path
         names = list(output_names) if output_names else None
+        trace = self._terminator(run_options) if run_options is not None else None
         if self._profiler is not None:
+            node_trace = self._profiler.node_trace()
+            if trace is not None:
+                stop = trace
+
+                def trace(st: Any, args: Any, res: Any, dt: float) -> None:
+                    node_trace(st, args, res, dt)
+                    stop(st, args, res, dt)
+            else:
+                trace = node_trace
             t0 = time.perf_counter_ns()
-            res = self._engine.run(input_feed, output_names=names, trace=self._profiler.node_trace())
-            self._profiler.model_event(t0, time.perf_counter_ns())
+            res = self._engine.run(input_feed, output_names=names, trace=trace)
+            self._profiler.model_event(t0, time.perf_counter_ns(), node_trace.warmup)
+        elif trace is not None:
+            res = self._engine.run(input_feed, output_names=names, trace=trace)
         else:
             res = self._engine.run(input_feed, output_names=names)
         if names is None:
             return list(res.values())
         return [res[n] for n in names]
+
+    @staticmethod
+    def _terminator(run_options: Any) -> Callable[..., None]:
+        if not isinstance(run_options, RunOptions):
+            raise InvalidOptionError(f"run_options must be an onnxrt.RunOptions, got {type(run_options).__name__}.")
+
+        def stop(*_: Any) -> None:
+            if run_options.terminate:
+                raise RunTerminatedError("Exiting due to terminate flag being set to true (RunOptions.terminate).")
+
+        stop()
+        return stop
+
+    def run_async(
+        self,
+        output_names: list[str] | None,
+        input_feed: dict[str, Any],
+        callback: Callable[[list[Any], Any, str], None],
+        user_data: Any,
+        run_options: RunOptions | None = None,
+    ) -> None:
+        """Run on another thread and call ``callback(results, user_data, err)`` there:
+        ``results`` the list :meth:`run` returns and ``err`` ``""``, or ``[]`` and the error's
+        message. Missing inputs raise :class:`~onnxrt.InvalidFeedError` here, before the
+        thread starts, as in onnxruntime. Deviation: a new thread per call (onnxruntime takes
+        one of its intra-op pool)."""
+        if not callable(callback):
+            raise InvalidArgumentError(f"run_async: callback must be callable, got {type(callback).__name__}.")
+        if not isinstance(input_feed, dict):
+            raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
+        missing = [n for n in self._engine.plan.required_inputs if n not in input_feed]
+        if missing:
+            raise InvalidFeedError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        feed = dict(input_feed)
+        names = list(output_names) if output_names else None
+
+        def work() -> None:
+            try:
+                results = self.run(names, feed, run_options)
+            except Exception as e:  # noqa: BLE001  (the callback receives every failure)
+                callback([], user_data, str(e))
+                return
+            callback(results, user_data, "")
+
+        threading.Thread(target=work, name="onnxrt-run-async", daemon=True).start()
+
+    def run_with_ort_values(
+        self, output_names: list[str] | None, input_dict_ort_values: dict[str, OrtValue], run_options: RunOptions | None = None
+    ) -> list[OrtValue]:
+        """:meth:`run` with :class:`~onnxrt.OrtValue` feeds; returns OrtValues (over the
+        result arrays, no copy)."""
+        if not isinstance(input_dict_ort_values, dict):
+            raise InvalidFeedError(f"input_dict_ort_values must be a dict name -> OrtValue, got {type(input_dict_ort_values).__name__}.")
+        for name, v in input_dict_ort_values.items():
+            if not isinstance(v, OrtValue):
+                raise InvalidFeedError(f"run_with_ort_values: input {name!r} must be an OrtValue, got {type(v).__name__}.")
+        return [OrtValue(r) for r in self.run(output_names, input_dict_ort_values, run_options)]
+
+    def io_binding(self) -> IOBinding:
+        """A new :class:`~onnxrt.IOBinding` of this session."""
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options: RunOptions | None = None) -> None:
+        """Run with the inputs and outputs bound in ``iobinding`` (made by :meth:`io_binding`)."""
+        if not isinstance(iobinding, IOBinding) or iobinding._session is not self:
+            raise InvalidArgumentError("IOBinding must be used with the session that created it.")
+        iobinding._run(run_options)
 
     def end_profiling(self) -> str:
         """Stop profiling and write the trace (Chrome trace event format); returns its path.
@@ -145,3 +358,4 @@ class InferenceSession:
 
     def get_profiling_start_time_ns(self) -> int:
         return self._profiler.start_ns if self._profiler is not None else 0
+

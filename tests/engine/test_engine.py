@@ -133,7 +133,8 @@ def test_caller_arrays_not_modified_and_outputs_owned():
         ({"X": X.astype(np.float64)}, r"Input 'X' expects element type float.*dtype float64"),
         ({"X": X[0]}, r"Input 'X' expects rank 2.*got rank 1"),
         ({"X": np.zeros((2, 4), np.float32)}, r"Input 'X' expects dimension 1 to be 3.*got 4"),
-        ({"X": [[1.0, 2.0, 3.0]]}, r"Input 'X' expects a tensor.*got a list"),
+        ({"X": [[1.0, "a", 3.0]]}, r"Input 'X' \(tensor\(float\)\): the list cannot be converted to a tensor of float32"),
+        ({"X": [[1.0, 2.0], [3.0]]}, r"Input 'X' \(tensor\(float\)\): the list cannot be converted"),
         ({"X": "abc"}, r"Input 'X' expects a numpy array.*got str"),
     ],
 )
