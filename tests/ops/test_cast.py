@@ -494,6 +494,14 @@ def test_float_encoding_examples():
     # float6e3m2: subnormal step 1/16, 28 the largest; float6e2m3: step 1/8, 7.5 the largest
     assert codes([1 / 32, 3 / 32, 30.0, 31.0], TP.FLOAT6E3M2) == [0, 2, 31, 31]
     assert codes([1 / 16, 3 / 16, 7.75, -9.0], TP.FLOAT6E2M3) == [0, 2, 31, 63]
+    # empty and non-contiguous inputs keep their shape
+    for to in (TP.FLOAT8E5M2, TP.FLOAT4E2M1, TP.INT4, TP.UINT2):
+        y = cast_run(np.zeros((0, 3), np.float32), to)
+        assert y.shape == (0, 3) and y.dtype == np_dtype(to)
+        x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+        y = cast_run(x.T, to)
+        assert y.shape == (4, 3) and y.dtype == np_dtype(to)
+        np.testing.assert_array_equal(y, cast_run(np.ascontiguousarray(x.T), to))
 
 
 # sub-byte integers: integer sources keep the low bits, float sources truncate then wrap
