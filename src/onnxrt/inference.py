@@ -605,7 +605,8 @@ class OnnxInference:
     def switch_initializers_dtype(self, dtype: Any = np.float64) -> OnnxInference:
         """An engine computing this float32 model in ``dtype`` (float64 by default):
         initializers, constants, declared types and Cast targets switched, Casts inserted
-        around operators whose schema has no room for the new type; ``.switched`` on the
+        around operators whose schema has no room for the new type; its float inputs and
+        outputs are declared in ``dtype`` too (feed it float64 arrays); ``.switched`` on the
         new engine lists the changes. mlprodict changed its engine's initializers in place
         and returned that list; onnxrt's plan is built once, so it returns a new engine."""
         from .tools.precision import switch_dtype

@@ -199,6 +199,27 @@ def test_to_dot_subgraphs_are_clusters():
     assert '"input0" -> "node0_body_node1" [label="x\\nfloat32 [2]", style=dashed];' in loop
 
 
+def test_to_dot_and_to_text_show_model_local_functions():
+    from onnxrt.tools.dot import to_dot
+    from onnxrt.tools.text import model_data, to_text
+
+    model = _function_model()  # its custom operator has no kernel: the tools work on the model itself
+    dot = to_dot(model)
+    assert '"node0" [shape=box, style="rounded,filled", fillcolor="#ffe5b4", label="my.fn.Scale2\\ncall"];' in dot
+    assert '"node1" -> "node2" [label="M"];' in dot  # a value of unknown type: its name alone
+    k = dot.index('subgraph "cluster_function0" {')
+    cluster = dot[k:]
+    assert 'label="function my.fn.Scale2";' in cluster
+    assert '"function0_node2" -> "function0_node3" [label="m"];' in cluster
+    assert '"function0_node3" -> "function0_output0" [label="y"];' in cluster
+    text = to_text(model).splitlines()
+    assert text[-5:] == [
+        "function my.fn.Scale2(x) -> y",
+        "    0 Constant() -> two", "    1 Constant() -> one", "    2 Mul(x, two) -> m", "    3 Add(m, one) -> y",
+    ]
+    assert model_data(model)["functions"][0]["nodes"][2]["inputs"] == ["x", "two"]
+
+
 def _has_dot() -> bool:
     try:
         import graphviz  # noqa: F401

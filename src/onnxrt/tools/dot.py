@@ -155,7 +155,8 @@ def to_dot(
     value's name and, when known, its element type and shape (``infos``, by default
     :func:`onnxrt.tools.shapes.infer_shapes`). If, Loop and Scan bodies (any graph
     attribute) are clusters inside their node's graph: values read from an enclosing
-    graph come in as dashed edges, the body's outputs go back to the node as dotted ones."""
+    graph come in as dashed edges, the body's outputs go back to the node as dotted ones.
+    Model-local functions are drawn as clusters of their own, beside the graph."""
     if rankdir not in ("TB", "LR", "BT", "RL"):
         raise GraphError(f"rankdir must be one of TB, LR, BT, RL, got {rankdir!r}.")
     if infos is None:
@@ -168,6 +169,15 @@ def to_dot(
     dot.lines.append('  node [fontsize=10, fontname="Helvetica"];')
     dot.lines.append('  edge [fontsize=8, fontname="Helvetica"];')
     dot.graph(graph, dict(infos), "", {}, "  ")
+    for k, fn in enumerate(model.functions):  # model-local functions: one cluster each, beside the graph
+        body = onnx.helper.make_graph(
+            list(fn.node), fn.name, [onnx.helper.make_empty_tensor_value_info(n) for n in fn.input],
+            [onnx.helper.make_empty_tensor_value_info(n) for n in fn.output],
+        )
+        dot.lines.append(f"  subgraph {_q(f'cluster_function{k}')} {{")
+        dot.lines.append(f'    label={_q(f"function {fn.domain}.{fn.name}")}; style=dashed; color="#4a7bd0";')
+        dot.graph(body, {}, f"function{k}_", {}, "    ")
+        dot.lines.append("  }")
     dot.lines.append("}")
     return "\n".join(dot.lines) + "\n"
 
