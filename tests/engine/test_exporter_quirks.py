@@ -208,6 +208,24 @@ def test_dynamic_slice_is_slice_10_without_steps():
         _same(ours, _ort(model, feeds))
 
 
+@pytest.mark.parametrize("atts", [{}, {"across_channels": 1}, {"normalize_variance": 0}, {"across_channels": 1, "normalize_variance": 0}])
+def test_experimental_mean_variance_normalization_below_opset_9(atts):
+    rng = np.random.default_rng(len(atts))
+    x = (rng.standard_normal((2, 3, 4, 5)) * 3 + rng.standard_normal((2, 3, 1, 1)) * 5).astype(np.float32)
+    model = _model([h.make_node("MeanVarianceNormalization", ["X"], ["Y"], name="mvn", **atts)], [_vi("X", T.FLOAT, list(x.shape))], [_vi("Y")],
+                   opsets=(("", 8),), ir=3)
+    (y,) = _ours(model, {"X": x}, match="'mvn' uses 'MeanVarianceNormalization' at opset 8.*before opset 9")
+    axes = (0, 1, 2, 3) if atts.get("across_channels") else (0, 2, 3)
+    c = x.astype(np.float64) - x.astype(np.float64).mean(axis=axes, keepdims=True)
+    expected = c / np.sqrt((c * c).mean(axis=axes, keepdims=True)) if atts.get("normalize_variance", 1) else c
+    # sums of 40 to 120 float32 values of magnitude below 20, then a division: a few hundred ulps of the result
+    np.testing.assert_allclose(y, expected, rtol=256 * F32_EPS, atol=256 * F32_EPS)
+    _same([y], _ort(model, {"X": x}), rtol=256 * F32_EPS, atol=256 * F32_EPS)
+    # opset 9 is the specification's version (axes), without a warning
+    model9 = _model([h.make_node("MeanVarianceNormalization", ["X"], ["Y"])], [_vi("X", T.FLOAT, list(x.shape))], [_vi("Y")], opsets=(("", 9),))
+    _same(_ours(model9, {"X": x}), _ort(model9, {"X": x}), rtol=256 * F32_EPS, atol=256 * F32_EPS)
+
+
 def test_image_scaler_float16_and_its_checks():
     x = _X4.astype(np.float16)
     model = _model([h.make_node("ImageScaler", ["X"], ["Y"], scale=0.5, bias=[1.0, 2.0, 3.0])], [_vi("X", T.FLOAT16, list(x.shape))],

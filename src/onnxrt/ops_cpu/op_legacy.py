@@ -11,6 +11,7 @@ from ..registry import register
 from ._op import OpRun
 from .family_activation import ThresholdedRelu as _ThresholdedRelu10
 from .op_normalization import LayerNormalization as _LayerNormalization17
+from .op_normalization import mean_variance_normalization
 from .op_slice import slice_
 
 _EXPERIMENTAL = (
@@ -203,3 +204,33 @@ class LayerNormalization(_LayerNormalization17):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **{**options, "since_version": 17})
+
+
+@register("MeanVarianceNormalization", versions=(1,))
+class MeanVarianceNormalization(_Experimental):
+    """MeanVarianceNormalization (experimental, opsets 1-8; the specification's version 9 has
+    an ``axes`` attribute instead): on an [N, C, H, W] input, ``across_channels`` 0 (default)
+    normalises each channel, 1 the whole tensor; ``normalize_variance`` 0 only subtracts the
+    mean. The schema does not say whether the batch axis is reduced; onnxruntime reduces it
+    (axes [0, 2, 3], or [0, 1, 2, 3] across channels, the same as version 9's default) and
+    onnxrt follows it, with version 9's arithmetic."""
+
+    removed_in: ClassVar[int] = 9
+    off_spec_note: ClassVar[str] = (
+        "was an experimental operator before opset 9, which replaced it by a version with an 'axes' "
+        "attribute; onnxruntime still runs the experimental one below opset 9"
+    )
+    attribute_defaults: ClassVar[dict[str, Any]] = {"across_channels": 0, "normalize_variance": 1}
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._axes = (0, 1, 2, 3) if int(self.across_channels) else (0, 2, 3)
+        self._scale = bool(int(self.normalize_variance))
+
+    def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        if x.ndim != 4:
+            raise KernelError(f"{self._node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
+        if self._scale:
+            return (mean_variance_normalization(x, axes=self._axes),)
+        xc = _widened(x)
+        return (_back(xc - xc.mean(axis=self._axes, keepdims=True), x),)
