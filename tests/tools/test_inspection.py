@@ -389,6 +389,11 @@ def test_infer_sizes_demo_and_unknown_sizes():
     assert sizes["initializers"] == (32 * 8 + 8 + 8 + 32) * 4 + 8
     assert sizes["inputs"] == 48
     assert (sizes["peak"], sizes["peak_node"]) == (3 * 192, "gate")
+    loop = onnxrt.OnnxInference(_loop_model()).infer_sizes({"x": (2,), "acc0": np.zeros(2, np.float32)})
+    assert loop["nodes"] == [{"i": 0, "name": "power", "op_type": "Loop", "outputs": {"acc": 8}, "temp": 8, "live": 8}]
+    assert (loop["inputs"], loop["initializers"], loop["peak"]) == (16, 8, 8)
+    branch = onnxrt.OnnxInference(_if_model()).infer_sizes({"c": (), "X": (2, 3)})
+    assert branch["inputs"] == 1 + 24 and branch["peak"] == 24 and branch["unknown"] == []
     unknown = shapes_mod.infer_sizes(_function_model(), {"X": (4, 3)})
     assert unknown["unknown"] == ["M", "shp"]
     assert unknown["nodes"][1]["outputs"] == {"M": None} and unknown["nodes"][1]["temp"] == 0

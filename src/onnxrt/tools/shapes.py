@@ -323,7 +323,8 @@ def infer_sizes(model: onnx.ModelProto, feeds: dict[str, Any], opsets: dict[str,
     """Memory estimate of a run for given input shapes (``feeds``: name -> array or shape).
 
     The inputs' declared shapes are replaced by the given ones and :func:`infer_shapes`
-    runs on that model; each node's temporary memory is the bytes of its outputs, and the
+    runs on that model; each node's temporary memory is the bytes of its outputs (what an
+    If, Loop or Scan body allocates inside is not counted), and the
     run's peak follows the nodes in run order, each value freed after its last reader
     (graph outputs are kept to the end). Inputs and initializers are counted apart.
     Returns ``{"nodes": [{"i", "name", "op_type", "outputs": {name: bytes or None},
@@ -363,10 +364,17 @@ def infer_sizes(model: onnx.ModelProto, feeds: dict[str, Any], opsets: dict[str,
         vi.type.CopyFrom(helper.make_tensor_type_proto(elem, list(shape)))
         size = _nbytes(_info(vi.name, vi.type, "input"))
         inputs_bytes += size or 0
-    # declared intermediate shapes may carry the symbolic dims just replaced
+    # declared shapes with symbolic or unknown dims may hold the ones just replaced: dropped
+    # (onnx infers them again from the given shapes); fully static ones stay
+    def symbolic(vi: onnx.ValueInfoProto) -> bool:
+        shape = type_shape(vi.type) if vi.HasField("type") else None
+        return shape is not None and not all(isinstance(d, int) for d in shape)
+
+    kept = [vi for vi in fixed.graph.value_info if not symbolic(vi)]
     del fixed.graph.value_info[:]
+    fixed.graph.value_info.extend(kept)
     for vi in fixed.graph.output:
-        if vi.type.WhichOneof("value") == "tensor_type":
+        if symbolic(vi):
             vi.type.tensor_type.ClearField("shape")
     infos = infer_shapes(fixed, opsets)
     init_bytes = sum(_nbytes(infos.get(n)) or 0 for n in inits)
