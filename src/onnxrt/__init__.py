@@ -39,8 +39,16 @@ from .inference import OnnxInference
 from .registry import register, register_function
 from .iobinding import IOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
-from .ortvalue import OrtDevice, OrtSparseFormat, OrtValue, SparseTensor
-from .providers import get_all_providers, get_available_providers, get_build_info, get_device, get_version_string
+from .ortvalue import OrtDevice, OrtDeviceVendorId, OrtSparseFormat, OrtValue, SparseTensor
+from .providers import (
+    disable_telemetry_events,
+    enable_telemetry_events,
+    get_all_providers,
+    get_available_providers,
+    get_build_info,
+    get_device,
+    get_version_string,
+)
 from .session import InferenceSession, ModelMetadata, NodeArg
 
 __version__ = "0.1.0"
@@ -70,6 +78,7 @@ __all__ = [
     "OnnxRuntimeError",
     "OptionError",
     "OrtDevice",
+    "OrtDeviceVendorId",
     "OrtSparseFormat",
     "OrtValue",
     "RunOptions",
@@ -79,6 +88,8 @@ __all__ = [
     "SparseTensor",
     "UnknownOptionError",
     "UnsupportedOperatorError",
+    "disable_telemetry_events",
+    "enable_telemetry_events",
     "get_all_providers",
     "get_available_providers",
     "get_build_info",

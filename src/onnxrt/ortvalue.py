@@ -10,9 +10,31 @@ import numpy as np
 
 from .errors import InvalidArgumentError, NotApplicableError
 
-#: onnxruntime's device type codes (OrtDevice::CPU, GPU, FPGA, NPU) by the names ``make`` takes
-_DEVICE_TYPES = {"cpu": 0, "cuda": 1, "gpu": 1, "dml": 1, "webgpu": 1, "migraphx": 1, "fpga": 2, "cann": 3, "npu": 3, "qnn": 3}
-_NVIDIA = 0x10DE
+
+
+class OrtDeviceVendorId(enum.IntEnum):
+    """PCI vendor ids of device makers, with onnxruntime's names."""
+
+    NONE = 0
+    AMD = 0x1002
+    NVIDIA = 0x10DE
+    ARM = 0x13B5
+    MICROSOFT = 0x1414
+    HUAWEI = 0x19E5
+    QUALCOMM = 0x5143
+    INTEL = 0x8086
+
+
+#: the names ``OrtDevice.make`` takes: onnxruntime's device type code (CPU 0, GPU 1, NPU 3) and vendor
+_DEVICE_TYPES = {
+    "cpu": (0, OrtDeviceVendorId.NONE),
+    "cuda": (1, OrtDeviceVendorId.NVIDIA),
+    "dml": (1, OrtDeviceVendorId.MICROSOFT),
+    "gpu": (1, OrtDeviceVendorId.NONE),
+    "webgpu": (1, OrtDeviceVendorId.NONE),
+    "cann": (3, OrtDeviceVendorId.HUAWEI),
+    "npu": (3, OrtDeviceVendorId.NONE),
+}
 
 
 def _cpu_only(what: str, device_type: Any, device_id: Any = 0) -> None:
@@ -34,7 +56,7 @@ class OrtDevice:
 
     __slots__ = ("name", "_type", "_id", "_vendor")
 
-    def __init__(self, name: str, device_type: int, device_id: int, vendor_id: int):
+    def __init__(self, name: str, device_type: int, device_id: int, vendor_id: OrtDeviceVendorId):
         self.name = name
         self._type = device_type
         self._id = device_id
@@ -46,7 +68,8 @@ class OrtDevice:
         if not isinstance(device_type, str) or device_type.lower() not in _DEVICE_TYPES:
             raise InvalidArgumentError(f"Unsupported device type: {device_type!r}; known types are {sorted(_DEVICE_TYPES)}.")
         name = device_type.lower()
-        return OrtDevice(name, _DEVICE_TYPES[name], int(device_id), _NVIDIA if name == "cuda" else 0)
+        code, vendor = _DEVICE_TYPES[name]
+        return OrtDevice(name, code, int(device_id), vendor)
 
     def device_type(self) -> int:
         return self._type
@@ -58,7 +81,7 @@ class OrtDevice:
         """Always 0 (default memory)."""
         return 0
 
-    def device_vendor_id(self) -> int:
+    def device_vendor_id(self) -> OrtDeviceVendorId:
         return self._vendor
 
     def __repr__(self) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import sys
 import warnings
 from typing import Any
@@ -64,6 +63,8 @@ def get_version_string() -> str:
 def get_build_info() -> str:
     """A one-line description of this build: onnxrt's version, Python, numpy, the machine.
     Like onnxruntime's, it contains ``"Build Info"``."""
+    import platform
+
     import numpy as np
 
     from . import __version__
@@ -72,6 +73,16 @@ def get_build_info() -> str:
         f"onnxrt Build Info: version={__version__}, python={platform.python_version()}, "
         f"numpy={np.__version__}, platform={sys.platform}-{platform.machine()}"
     )
+
+
+def disable_telemetry_events() -> None:
+    """Nothing to disable: onnxrt collects and sends no telemetry (onnxruntime's call is a
+    no-op outside Windows too)."""
+
+
+def enable_telemetry_events() -> None:
+    """Nothing to enable: onnxrt collects and sends no telemetry (onnxruntime's call is a
+    no-op outside Windows too)."""
 
 
 def normalize_providers(providers: Any, provider_options: Any, strict: bool) -> list[str]:

@@ -17,7 +17,6 @@ from .iobinding import IOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .ortvalue import OrtValue, SparseTensor, _strings
 from .providers import normalize_providers
-from .session_model import prepare_model, write_optimized_model
 from .tools.profiling import Profiler
 
 __all__ = [
@@ -139,6 +138,8 @@ class InferenceSession:
         provider_options: Any = None,
         **kwargs: Any,
     ):
+        from .session_model import prepare_model, write_optimized_model
+
         self._options = sess_options or SessionOptions()
         self._providers = normalize_providers(providers, provider_options, strict=False)
         self._engine = OnnxInference(prepare_model(path_or_bytes, self._options), options=self._options)
@@ -253,8 +254,18 @@ class InferenceSession:
                 if type(v) is not np.ndarray:
                     input_feed = self._feeds(input_feed)
                     break
-        if run_options is None and not output_names and self._profiler is None:
-            return self._engine.run_outputs(input_feed)  # the hot path
+        try:
+            if run_options is None and not output_names and self._profiler is None:
+                return self._engine.run_outputs(input_feed)  # the hot path
+            return self._run(output_names, input_feed, run_options)
+        except InvalidFeedError as e:
+            missing = [n for n in self._engine.plan.required_inputs if n not in input_feed]
+            if not missing:
+                raise
+            # onnxruntime's words first (code matches them), then the engine's details
+            raise InvalidFeedError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}). {e}") from None
+
+    def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None) -> list[Any]:
         names = list(output_names) if output_names else None
         trace = self._terminator(run_options) if run_options is not None else None
         if self._profiler is not None:

@@ -50,6 +50,12 @@ def _both(model, **kw):
 # ------------------------------------------------------------------------------------------
 
 
+def test_telemetry_calls_are_accepted():
+    for module in (onnxrt, ort):
+        assert module.disable_telemetry_events() is None
+        assert module.enable_telemetry_events() is None
+
+
 def test_module_functions():
     assert onnxrt.get_available_providers() == ["CPUExecutionProvider"]
     every = onnxrt.get_all_providers()
@@ -471,7 +477,7 @@ def test_missing_input_is_a_value_error_as_in_onnxruntime():
     a = np.array([[True, True], [False, False]])
     with pytest.raises(ValueError, match=r"Required inputs \(\['input1:0'\]\) are missing"):
         ref.run([], {"input:0": a})
-    with pytest.raises(ValueError, match="Missing input 'input1:0'") as e:
+    with pytest.raises(ValueError, match=r"Required inputs \(\['input1:0'\]\) are missing from input feed \(\['input:0'\]\)\. Missing input 'input1:0'") as e:
         sess.run([], {"input:0": a})
     assert isinstance(e.value, onnxrt.InvalidFeedError)
     assert issubclass(onnxrt.InvalidFeedError, onnxrt.OnnxRuntimeError)
@@ -872,7 +878,11 @@ def test_sparse_tensor_checks(make, pattern):
 def test_sparse_tensor_devices():
     st = onnxrt.SparseTensor.sparse_coo_from_numpy([2], np.ones(1, np.float32), np.array([1]), None)
     cuda = onnxrt.OrtDevice.make("cuda", 0)
-    assert cuda.device_vendor_id() == 0x10DE and cuda.device_type() == 1
+    assert cuda.device_vendor_id() == onnxrt.OrtDeviceVendorId.NVIDIA == 0x10DE and cuda.device_type() == 1
+    for name in ("cpu", "cuda", "dml", "cann", "gpu", "npu"):
+        ours, theirs = onnxrt.OrtDevice.make(name, 0), ort.OrtDevice.make(name, 0)
+        assert (ours.device_type(), ours.device_vendor_id()) == (theirs.device_type(), theirs.device_vendor_id()), name
+    assert {m.name: int(m) for m in onnxrt.OrtDeviceVendorId} == {m.name: int(m) for m in ort.OrtDeviceVendorId}
     cpu = onnxrt.OrtDevice.make("cpu", 0)
     assert (cpu.device_type(), cpu.device_id(), cpu.device_mem_type(), cpu.device_vendor_id()) == (0, 0, 0, 0)
     with pytest.raises(onnxrt.NotApplicableError):
