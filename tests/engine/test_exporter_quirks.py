@@ -84,6 +84,17 @@ def test_negative_input_dim_is_a_free_dimension():
     _strict_refuses(model, {"X": np.zeros((2, 3), np.float32)}, GraphError, r"negative.*strict")
 
 
+def test_negative_input_dim_is_not_folded_as_a_static_shape():
+    nodes = [h.make_node("Shape", ["X"], ["S"]), h.make_node("Reshape", ["X", "S"], ["Y"])]
+    model = _model(nodes, [_vi("X", T.FLOAT, [-1, 3])], [_vi("S", T.INT64), _vi("Y")])
+    for n in (2, 4):
+        x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        for options in (None, NO_OPT):
+            ours = _ours(model, {"X": x}, match="negative", options=options)
+            np.testing.assert_array_equal(ours[0], [n, 3])
+            _same(ours, _ort(model, {"X": x}))
+
+
 # ------------------------------------------------------------------------------------------
 # 2. LayerNormalization before opset 17
 # ------------------------------------------------------------------------------------------

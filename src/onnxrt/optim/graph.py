@@ -147,6 +147,7 @@ def value_info_map(model_graph: onnx.GraphProto) -> dict[str, tuple[Any, list[in
         dtype = ONNX_TO_NP.get(tt.elem_type)
         shape = None
         if tt.HasField("shape"):
-            shape = [int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim]
+            # a negative dim (exporters' -1 for "unknown") is free, not static
+            shape = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tt.shape.dim]
         out[vi.name] = (dtype, shape)
     return out
