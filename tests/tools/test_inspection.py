@@ -354,6 +354,33 @@ def test_infer_shapes_ml_rules():
     assert y.shape == (5, 2) and y.dtype == np.float32  # the rule agrees with the run
 
 
+def test_infer_shapes_tree_rules(monkeypatch):
+    leaf = dict(nodes_treeids=[0], nodes_nodeids=[0], nodes_featureids=[0], nodes_values=[0.0], nodes_modes=["LEAF"],
+                nodes_truenodeids=[0], nodes_falsenodeids=[0])
+    nodes = [
+        helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "proba"], domain="ai.onnx.ml", name="cls",
+                         classlabels_int64s=[3, 5, 7], class_treeids=[0, 0, 0], class_nodeids=[0, 0, 0],
+                         class_ids=[0, 1, 2], class_weights=[0.2, 0.5, 0.3], **leaf),
+        helper.make_node("TreeEnsembleRegressor", ["X"], ["reg"], domain="ai.onnx.ml", name="reg", n_targets=2,
+                         target_treeids=[0, 0], target_nodeids=[0, 0], target_ids=[0, 1], target_weights=[1.5, -1.0], **leaf),
+    ]
+    untyped = onnx.TypeProto()
+    graph = helper.make_graph(
+        nodes, "trees", [helper.make_tensor_value_info("X", F, ["N", 2])],
+        [helper.make_value_info(n, untyped) for n in ("label", "proba", "reg")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    monkeypatch.setattr(shapes_mod, "onnx_inferred", lambda m: m)  # as when onnx's inference gives up
+    infos = shapes_mod.infer_shapes(model)
+    assert (infos["label"].dtype, infos["label"].shape) == (np.dtype(np.int64), ("N",))
+    assert (infos["proba"].dtype, infos["proba"].shape, infos["proba"].origin) == (np.dtype(np.float32), ("N", 3), "rule")
+    assert (infos["reg"].dtype, infos["reg"].shape, infos["reg"].origin) == (np.dtype(np.float32), ("N", 2), "rule")
+    res = onnxrt.OnnxInference(model).run({"X": np.zeros((4, 2), np.float32)})
+    assert res["label"].shape == (4,) and res["proba"].shape == (4, 3) and res["reg"].shape == (4, 2)
+    sizes = shapes_mod.infer_sizes(model, {"X": (4, 2)})
+    assert [n["outputs"] for n in sizes["nodes"]] == [{"label": 32, "proba": 48}, {"reg": 32}]
+
+
 # --- sizes -----------------------------------------------------------------------------------------
 
 

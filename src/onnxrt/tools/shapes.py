@@ -124,8 +124,19 @@ def _rule_shape(node: onnx.NodeProto, index: int, ins: list[ValueInfo | None]) -
         return first.shape
     if node.op_type == "LinearRegressor":
         return (rows, int(_attr(node, "targets", 1)))
+    if node.op_type in ("TreeEnsembleRegressor", "TreeEnsemble"):
+        return (rows, int(_attr(node, "n_targets", 1)))
     if node.op_type == "SVMRegressor":
         return (rows, 1)
+    if node.op_type in ("TreeEnsembleClassifier", "LinearClassifier", "SVMClassifier"):
+        if index == 0:  # the labels
+            return (rows,)
+        labels = (
+            _attr(node, "classlabels_int64s") or _attr(node, "classlabels_ints") or _attr(node, "classlabels_strings") or []
+        )
+        # a tree ensemble scores every class; linear and SVM models of two classes may give one score
+        tree = node.op_type == "TreeEnsembleClassifier"
+        return (rows, len(labels) if labels and (tree or len(labels) > 2) else None)
     return None
 
 
