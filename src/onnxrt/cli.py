@@ -239,16 +239,20 @@ def cmd_precision(args: argparse.Namespace) -> int:
 
 
 def cmd_draw(args: argparse.Namespace) -> int:
-    """``draw``: the model as Graphviz DOT text, or an SVG drawing of it."""
-    from . import OnnxInference
+    """``draw``: the model as Graphviz DOT text, or an SVG drawing of it; the model is not
+    planned, so one whose operators onnxrt has no kernel for draws too."""
+    from .model import load_model
+    from .tools.dot import to_dot, to_svg
 
     path = args.model or demo_model_path()
-    oinf = OnnxInference(path)
     out = args.output
     ext = os.path.splitext(out)[1].lower() if out else ".dot"
     if ext not in (".dot", ".gv", ".svg"):
         raise CliError(f"-o {out!r}: draw writes .dot (or .gv) DOT text or an .svg drawing")
-    text = oinf.to_svg(rankdir=args.rankdir) if ext == ".svg" else oinf.to_dot(rankdir=args.rankdir)
+    proto, _ = load_model(path)
+    text = to_dot(proto, rankdir=args.rankdir)
+    if ext == ".svg":
+        text = to_svg(text)
     if not out:
         sys.stdout.write(text)
         return 0

@@ -264,6 +264,15 @@ def test_cli_draw(tmp_path, capsys, monkeypatch):
     assert "draw writes .dot" in capsys.readouterr().err
 
 
+def test_cli_draw_model_without_kernels(tmp_path, capsys):
+    path = tmp_path / "custom.onnx"
+    onnx.save(_function_model(), path)  # a custom operator onnxrt cannot run: drawn all the same
+    assert main(["draw", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert '"node1" [shape=box, style="rounded,filled", fillcolor="#ffe5b4", label="my.custom.Mystery\\nmystery"];' in out
+    assert main(["run", str(path)]) == 5  # UnsupportedOperatorError
+
+
 @pytest.mark.skipif(not _has_dot(), reason="needs the graphviz package and Graphviz's dot program")
 def test_cli_draw_svg(tmp_path, capsys):
     out = tmp_path / "g.svg"
