@@ -490,9 +490,16 @@ def test_float16_conv_add_fusion_matches_onnxruntime(zshape, relu):
     assert _ulps16(y, ref).max() <= 1
 
 
-def _qdq_model(op, qtype, per_axis, rng):
-    npq = np.int8 if qtype == T.INT8 else np.uint8
-    zp = 3 if qtype == T.INT8 else 131
+_QNP = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.UINT16: np.uint16}
+
+
+def _qdq_model(op, xtype, wtype, per_axis, rng, opset=13, wzp_value=0):
+    """X -> Q/DQ -> op(., DQ(W)) -> Q/DQ; W quantised per tensor or per output channel with
+    zero point ``wzp_value``; the activations' zero point is off-centre by 3."""
+    xnp, wnp = _QNP[xtype], _QNP[wtype]
+    xi, wi = np.iinfo(xnp), np.iinfo(wnp)
+    zp = (int(xi.min) + int(xi.max)) // 2 + 3
+    step = 1.0 if xi.max < 1000 else 0.01  # 16-bit activations get finer scales
     if op == "Conv":
         x = rng.standard_normal((1, 8, 10, 10)).astype(np.float32)
         w = (rng.standard_normal((16, 8, 3, 3)) / 8).astype(np.float32)
@@ -501,39 +508,38 @@ def _qdq_model(op, qtype, per_axis, rng):
         x = rng.standard_normal((4, 16)).astype(np.float32)
         w = (rng.standard_normal((16, 12)) / 4).astype(np.float32)
         axis = 1
+    half = (int(wi.max) - int(wi.min)) / 2
     if per_axis:
         red = tuple(i for i in range(w.ndim) if i != axis)
-        ws = (np.abs(w).max(axis=red) / 127).astype(np.float32)
-        wq = np.clip(np.round(w / ws.reshape([-1 if i == axis else 1 for i in range(w.ndim)])), -127, 127).astype(np.int8)
-        wzp = np.zeros(ws.shape, np.int8)
+        ws = (np.abs(w).max(axis=red) / half).astype(np.float32)
+        shape = [-1 if i == axis else 1 for i in range(w.ndim)]
+        wzp = np.full(ws.shape, wzp_value, wnp)
+        wq = np.clip(np.round(w / ws.reshape(shape)) + wzp_value, wi.min, wi.max).astype(wnp)
         wdq = h.make_node("DequantizeLinear", ["Wq", "ws", "wzp"], ["Wf"], axis=axis)
     else:
-        ws = np.array(np.abs(w).max() / 127, np.float32)
-        wq = np.clip(np.round(w / ws), -127, 127).astype(np.int8)
-        wzp = np.array(0, np.int8)
+        ws = np.array(np.abs(w).max() / half, np.float32)
+        wzp = np.array(wzp_value, wnp)
+        wq = np.clip(np.round(w / ws) + wzp_value, wi.min, wi.max).astype(wnp)
         wdq = h.make_node("DequantizeLinear", ["Wq", "ws", "wzp"], ["Wf"])
+    xs, ys = np.float32(0.03 * step), np.float32(0.05 * step)
     inits = [nh.from_array(wq, "Wq"), nh.from_array(ws, "ws"), nh.from_array(wzp, "wzp"),
-             nh.from_array(np.array(0.03, np.float32), "xs"), nh.from_array(np.array(zp, npq), "xzp"),
-             nh.from_array(np.array(0.05, np.float32), "ys"), nh.from_array(np.array(zp, npq), "yzp")]
+             nh.from_array(np.array(xs), "xs"), nh.from_array(np.array(zp, xnp), "xzp"),
+             nh.from_array(np.array(ys), "ys"), nh.from_array(np.array(zp, xnp), "yzp")]
     nodes = [h.make_node("QuantizeLinear", ["X", "xs", "xzp"], ["Xq"]), h.make_node("DequantizeLinear", ["Xq", "xs", "xzp"], ["Xf"]), wdq]
     if op == "Conv":
         b = (rng.standard_normal(16) / 10).astype(np.float32)
-        bs = (np.float32(0.03) * ws).astype(np.float32)
+        bs = (xs * ws).astype(np.float32)
         inits += [nh.from_array(np.round(b / bs).astype(np.int32), "Bq"), nh.from_array(np.asarray(bs), "bs")]
         nodes += [h.make_node("DequantizeLinear", ["Bq", "bs"], ["Bf"], **({"axis": 0} if per_axis else {})),
                   h.make_node("Conv", ["Xf", "Wf", "Bf"], ["Yf"], pads=[1, 1, 1, 1])]
     else:
-        nodes.append(h.make_node("MatMul", ["Xf", "Wf"], ["Yf"]))
+        nodes.append(h.make_node(op, ["Xf", "Wf"], ["Yf"]))
     nodes += [h.make_node("QuantizeLinear", ["Yf", "ys", "yzp"], ["Yq"]), h.make_node("DequantizeLinear", ["Yq", "ys", "yzp"], ["Y"])]
-    model = _model(nodes, [_vi("X", T.FLOAT, list(x.shape))], [_vi("Y"), _vi("Yq", qtype)], inits)
-    return model, {"X": x}
+    model = _model(nodes, [_vi("X", T.FLOAT, list(x.shape))], [_vi("Y"), _vi("Yq", xtype)], inits, opsets=(("", opset),))
+    return model, {"X": x}, (zp, ys)
 
 
-@pytest.mark.parametrize("op", ["Conv", "MatMul"])
-@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8], ids=["int8", "uint8"])
-@pytest.mark.parametrize("per_axis", [False, True], ids=["per_tensor", "per_axis"])
-def test_qdq_models_match_onnxruntime(op, qtype, per_axis):
-    model, feeds = _qdq_model(op, qtype, per_axis, np.random.default_rng(qtype * 10 + per_axis))
+def _check_qdq(model, feeds, zp, ys):
     theirs = _ort(model, feeds)
     theirs_plain = _ort(model, feeds, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     for options in (None, NO_OPT):
@@ -545,4 +551,23 @@ def test_qdq_models_match_onnxruntime(op, qtype, per_axis):
         for ref in (theirs[1], theirs_plain[1]):
             steps = np.abs(yq.astype(np.int32) - ref.astype(np.int32))
             assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
-        np.testing.assert_allclose(y, (yq.astype(np.float32) - np.float32(3 if qtype == T.INT8 else 131)) * np.float32(0.05), rtol=0, atol=0)
+        np.testing.assert_array_equal(y, (yq.astype(np.float32) - np.float32(zp)) * ys)
+
+
+@pytest.mark.parametrize("op", ["Conv", "MatMul"])
+@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("per_axis", [False, True], ids=["per_tensor", "per_axis"])
+def test_qdq_models_match_onnxruntime(op, qtype, per_axis):
+    model, feeds, (zp, ys) = _qdq_model(op, qtype, qtype, per_axis, np.random.default_rng(qtype * 10 + per_axis))
+    _check_qdq(model, feeds, zp, ys)
+
+
+@pytest.mark.parametrize("op", ["Conv", "MatMul", "Gemm"])
+@pytest.mark.parametrize("xtype, wtype, opset, wzp", [
+    (T.UINT8, T.INT8, 13, 0), (T.UINT8, T.UINT8, 13, 131), (T.INT8, T.INT8, 21, 5),
+    (T.INT16, T.INT16, 21, 0), (T.UINT16, T.UINT16, 21, 7),
+], ids=["u8-s8", "u8-u8-zp", "s8-zp-21", "s16-21", "u16-zp-21"])
+@pytest.mark.parametrize("per_axis", [False, True], ids=["per_tensor", "per_axis"])
+def test_qdq_mixed_types_zero_points_and_16_bit_match_onnxruntime(op, xtype, wtype, opset, wzp, per_axis):
+    model, feeds, (zp, ys) = _qdq_model(op, xtype, wtype, per_axis, np.random.default_rng(opset + wzp), opset=opset, wzp_value=wzp)
+    _check_qdq(model, feeds, zp, ys)
