@@ -78,3 +78,7 @@ class DFT_20(OpRun):
         n = None if dft_length is None else scalar_int(dft_length, "dft_length")
         ax = -2 if axis is None else scalar_int(axis, "axis")
         return (dft(x, n, ax, self.inverse, self.onesided),)
+
+
+#: the newest version under the operator's name (mlprodict's ``op_dft.DFT``)
+DFT = DFT_20
