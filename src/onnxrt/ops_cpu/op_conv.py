@@ -719,8 +719,10 @@ def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, d
     theirs), thread count and activation; see :func:`_prepare`."""
     if type(x) is not np.ndarray or type(w) is not np.ndarray or not _jit.active():
         return None  # (inactive compiled kernels: no executor, and none cached for later runs)
-    key = (x.shape, x.dtype, id(w), id(b), None if z is None else z.shape, out is None, parallel.current_threads(),
-           activation)
+    # everything an executor assumes: the residual's dtype too (a float32 executor reading an
+    # int8 or float64 residual would read its buffer as float32, past its end for int8)
+    key = (x.shape, x.dtype, id(w), id(b), None if z is None else (z.shape, z.dtype), out is None,
+           parallel.current_threads(), activation)
     entry = cache.get(key)
     if entry is None:
         if len(cache) >= PREPARED_ENTRIES:
