@@ -93,6 +93,8 @@ class IOBinding:
             raise InvalidArgumentError(f"IOBinding.bind_ortvalue_output expects an OrtValue holding a tensor, got {ortvalue!r}.")
         if not isinstance(name, str):
             raise InvalidArgumentError(f"IOBinding.bind_ortvalue_output expects a str name, got {type(name).__name__}.")
+        if not ortvalue.numpy().flags.writeable:
+            raise InvalidArgumentError(f"IOBinding.bind_ortvalue_output: the OrtValue bound to {name!r} is read-only.")
         self._outputs[name] = ortvalue.numpy()
 
     def synchronize_outputs(self) -> None:

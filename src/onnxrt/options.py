@@ -68,7 +68,8 @@ def _optional_int(minimum: int) -> Check:
 
 
 def _bool(what: str, value: Any) -> bool:
-    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ without importing numpy
+    kind = type(value)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")):  # numpy.bool_
         return bool(value)
     try:
         return bool(operator.index(value))

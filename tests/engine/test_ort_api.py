@@ -174,6 +174,8 @@ def test_option_values_converted_as_onnxruntime_converts_them():
         o.execution_mode = (onnxrt if o is so else ort).ExecutionMode.ORT_PARALLEL
     assert so.intra_op_num_threads == ref.intra_op_num_threads == 3 and type(so.intra_op_num_threads) is int
     assert so.enable_profiling is True and ref.enable_profiling is True
+    so.enable_profiling = ref.enable_profiling = np.False_
+    assert so.enable_profiling is False and ref.enable_profiling is False
     assert so.execution_mode == onnxrt.ExecutionMode.ORT_PARALLEL
     so.max_tensor_bytes = 1000
     assert so.max_tensor_bytes == 1000
@@ -977,6 +979,9 @@ def test_iobinding_errors():
         sess.run_with_iobinding(b)
     b.clear_binding_outputs()
     assert b.get_outputs() == []
+    readonly = onnxrt.OrtValue.from_dlpack(np.zeros((3, 2), np.float32).__dlpack__())
+    with pytest.raises(onnxrt.InvalidArgumentError, match="bound to 'y' is read-only"):
+        b.bind_ortvalue_output("y", readonly)
     with pytest.raises(onnxrt.NotApplicableError, match="device 'cuda'"):
         b.bind_output("y", "cuda", 0)
     with pytest.raises(onnxrt.NotApplicableError):
