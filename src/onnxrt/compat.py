@@ -125,14 +125,18 @@ def repair_nodes(
     outer_names: set[str] | frozenset[str],
     options: Any,
     outer_in_scope: Callable[[str], bool] | None = None,
-) -> tuple[list[onnx.NodeProto], set[str]]:
-    """The graph's nodes with what exporters get wrong repaired, and the outer names the
-    graph's own nodes shadow. Each repair is reported (:func:`off_spec`):
+) -> tuple[list[onnx.NodeProto], set[str], set[str]]:
+    """The graph's nodes with what exporters get wrong repaired, the outer names the graph's
+    own nodes shadow, and the initializers Constant nodes replace. Each repair is reported
+    (:func:`off_spec`):
 
     * Constant nodes sharing an output name: onnxruntime turns Constant nodes into
       initializers and a later one replaces an earlier one of the same name, equal or not, so
       every reader sees the last one (stored order). onnxrt keeps the last one too. Any other
       duplicate stays an error (onnxruntime refuses it as well).
+    * a Constant named like an initializer that is not a graph input: onnxruntime's
+      conversion replaces the initializer by the Constant; so does onnxrt. (Named like a graph
+      input it stays an error: onnxruntime makes it a default a feed overrides.)
     * a Constant whose ``value`` attribute holds a sparse tensor (the specification wants
       ``sparse_value``): onnxruntime densifies it; onnxrt moves it to ``sparse_value``.
     * a subgraph node output named like a value of an enclosing graph: inside the subgraph
@@ -145,6 +149,7 @@ def repair_nodes(
     from onnx import AttributeProto, NodeProto
 
     nodes = list(graph.node)
+    replaced: set[str] = set()
     # --- duplicate Constant outputs: the last definition wins ---------------------------
     last: dict[str, int] = {}
     count: dict[str, int] = {}
@@ -166,6 +171,23 @@ def repair_nodes(
                 stacklevel=4,
             )
         nodes = [n for i, n in enumerate(nodes) if not (n.op_type == "Constant" and n.output and n.output[0] in dup and last[n.output[0]] != i)]
+    # --- a Constant named like an initializer (not an input): the Constant wins ------------
+    inputs = {i.name for i in graph.input}
+    for node in nodes:
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.output) != 1:
+            continue
+        name = node.output[0]
+        if name in inputs:
+            continue  # an input's name: stays an error (onnxruntime lets a feed override it)
+        if any(i.name == name for i in graph.initializer) or any(s.values.name == name for s in graph.sparse_initializer):
+            replaced.add(name)
+            off_spec(
+                options,
+                f"Node {node.name!r} (Constant) produces {name!r}, which graph {graph.name!r} also holds as an "
+                f"initializer; the specification wants one definition per name. onnxrt uses the Constant's value "
+                f"(as onnxruntime does: it turns Constant nodes into initializers after the graph's own).",
+                stacklevel=4,
+            )
     # --- Constant value holding a sparse tensor ------------------------------------------
     for i, node in enumerate(nodes):
         if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
@@ -204,4 +226,4 @@ def repair_nodes(
                         f"value wins.",
                         stacklevel=4,
                     )
-    return nodes, shadowed
+    return nodes, shadowed, replaced

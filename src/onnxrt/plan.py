@@ -127,7 +127,7 @@ class Plan:
         # off-specification models onnxruntime runs (onnxrt.compat): each reported once
         opsets = compat.complete_opsets(graph, opsets, options)
         compat.check_input_dims(graph, options)
-        protos, shadowed = compat.repair_nodes(graph, outer_names, options, outer_in_scope)
+        protos, shadowed, replaced = compat.repair_nodes(graph, outer_names, options, outer_in_scope)
         if shadowed:  # inside this graph its own values win over the enclosing graphs' ones
             outer_names = frozenset(set(outer_names) - shadowed)
         self.opsets = opsets
@@ -140,8 +140,11 @@ class Plan:
         # --- constants -------------------------------------------------------------
         self.initializers: dict[str, Any] = {}
         for init in graph.initializer:
-            self.initializers[init.name] = _frozen(initializer_array(init, base_dir))
+            if init.name not in replaced:  # (a Constant node of that name replaces it)
+                self.initializers[init.name] = _frozen(initializer_array(init, base_dir))
         for sp in graph.sparse_initializer:
+            if sp.values.name in replaced:
+                continue
             from .ops_cpu._op import _sparse_to_dense
 
             self.initializers[sp.values.name] = _frozen(_sparse_to_dense(sp))

@@ -277,6 +277,24 @@ def test_duplicate_constants_keep_the_last_one_for_every_reader(first, second, w
     _strict_refuses(model, {"X": _X3}, GraphError, "Constant nodes.*strict")
 
 
+def test_constant_named_like_an_initializer_replaces_it():
+    nodes = [h.make_node("Constant", [], ["C"], value=_C1, name="k"), h.make_node("Add", ["X", "C"], ["Y"])]
+    model = _model(nodes, [_vi("X", T.FLOAT, [3])], [_vi("Y")], [nh.from_array(np.array([1.0, 2.0, 4.0], np.float32), "C")])
+    ours = _ours(model, {"X": _X3}, match=r"'k' \(Constant\) produces 'C', which graph 'g' also holds as an initializer")
+    _same(ours, [_X3 + nh.to_array(_C1)])
+    _same(ours, _ort(model, {"X": _X3}))
+    _strict_refuses(model, {"X": _X3}, GraphError, "initializer.*strict")
+
+
+def test_constant_named_like_a_graph_input_stays_an_error():
+    # onnxruntime makes the Constant the input's default, which a feed overrides; onnxrt refuses
+    nodes = [h.make_node("Constant", [], ["X"], value=_C1, name="k"), h.make_node("Add", ["X", "X"], ["Y"])]
+    model = _model(nodes, [_vi("X", T.FLOAT, [3])], [_vi("Y")])
+    _same(_ort(model, {"X": _X3}), [_X3 + _X3])
+    with pytest.raises(GraphError, match="'k' \\(Constant\\) produces 'X', which is already a graph input"):
+        onnxrt.OnnxInference(model)
+
+
 def test_a_name_produced_twice_by_other_operators_stays_an_error():
     nodes = [h.make_node("Constant", [], ["C"], value=_C1, name="k"), h.make_node("Neg", ["X"], ["C"], name="neg"), h.make_node("Add", ["X", "C"], ["Y"])]
     model = _model(nodes, [_vi("X", T.FLOAT, [3])], [_vi("Y")])
