@@ -52,13 +52,13 @@ class OffSpecOnce:
         off_spec(self.options, message, error, stacklevel=4)
 
 
-def default_ml_opset() -> int:
-    """The ai.onnx.ml opset given to a model that uses the domain without importing it:
-    onnxruntime takes the newest opset it knows for a domain the model does not import (ml 5
-    in onnxruntime 1.32), onnxrt the newest its onnx package knows (5 in onnx 1.23)."""
+def default_opsets() -> dict[str, int]:
+    """The opset given to a domain a model uses without importing it: onnxruntime takes the
+    newest opset it knows for every such domain (ai.onnx.ml 5 in onnxruntime 1.32), onnxrt the
+    newest its onnx package knows (ai.onnx.ml 5 and ai.onnx 25 in onnx 1.23). Read lazily."""
     from onnx import defs
 
-    return int(defs.onnx_ml_opset_version())
+    return {"": int(defs.onnx_opset_version()), ML_DOMAIN: int(defs.onnx_ml_opset_version())}
 
 
 def _uses_domain(graph: onnx.GraphProto, domain: str) -> str | None:
@@ -66,7 +66,7 @@ def _uses_domain(graph: onnx.GraphProto, domain: str) -> str | None:
     from onnx import AttributeProto
 
     for node in graph.node:
-        if node.domain == domain:
+        if (node.domain if node.domain != "ai.onnx" else "") == domain:
             return f"{node.name!r} ({node.op_type})"
         for att in node.attribute:
             subs = [att.g] if att.type == AttributeProto.GRAPH else list(att.graphs) if att.type == AttributeProto.GRAPHS else []
@@ -78,25 +78,32 @@ def _uses_domain(graph: onnx.GraphProto, domain: str) -> str | None:
 
 
 def complete_opsets(graph: onnx.GraphProto, opsets: dict[str, int], options: Any) -> dict[str, int]:
-    """``opsets`` with the ai.onnx.ml domain added when the graph uses it without importing it.
+    """``opsets`` with ai.onnx.ml (or ai.onnx) added when the graph uses the domain without
+    importing it.
 
     The specification requires every operator's domain to be imported; older converters
-    (skl2onnx before 1.2, onnxmltools) left ai.onnx.ml out. onnxruntime then resolves the
-    domain at the newest opset it knows; onnxrt does the same with a ModelWarning.
+    (skl2onnx before 1.2, onnxmltools) left ai.onnx.ml out, and a model importing only
+    ai.onnx.ml may use ai.onnx operators. onnxruntime then resolves the domain at the newest
+    opset it knows; onnxrt does the same (:func:`default_opsets`) with a ModelWarning.
     """
-    if ML_DOMAIN in opsets:
+    missing = [d for d in ("", ML_DOMAIN) if d not in opsets]
+    if not missing:
         return opsets
-    node = _uses_domain(graph, ML_DOMAIN)
-    if node is None:
-        return opsets
-    version = default_ml_opset()
-    off_spec(
-        options,
-        f"Node {node} uses domain {ML_DOMAIN!r}, which the model does not import; "
-        f"onnxrt resolves it at opset {version}, the newest it knows (as onnxruntime does).",
-        stacklevel=4,
-    )
-    return {**opsets, ML_DOMAIN: version}
+    defaults = None
+    for domain in missing:
+        node = _uses_domain(graph, domain)
+        if node is None:
+            continue
+        defaults = defaults or default_opsets()
+        version = defaults[domain]
+        off_spec(
+            options,
+            f"Node {node} uses domain {domain or 'ai.onnx'!r}, which the model does not import; "
+            f"onnxrt resolves it at opset {version}, the newest it knows (as onnxruntime does).",
+            stacklevel=4,
+        )
+        opsets = {**opsets, domain: version}
+    return opsets
 
 
 def check_input_dims(graph: onnx.GraphProto, options: Any) -> None:

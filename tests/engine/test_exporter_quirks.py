@@ -151,6 +151,17 @@ def test_ml_operators_without_ml_opset_import_resolve_at_the_newest_ml_opset(cas
     _strict_refuses(model, {"X": x}, GraphError, r"ai.onnx.ml.*strict")
 
 
+def test_onnx_operators_in_a_model_importing_only_ai_onnx_ml():
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    nodes = [h.make_node("Relu", ["X"], ["R"], name="relu"), h.make_node("Normalizer", ["R"], ["Y"], domain="ai.onnx.ml", norm="MAX")]
+    model = _model(nodes, [_vi("X", T.FLOAT, [2, 3])], [_vi("Y")], opsets=(("ai.onnx.ml", 1),))
+    ours = _ours(model, {"X": x}, match=r"Node 'relu' \(Relu\) uses domain 'ai.onnx', which the model does not import")
+    _same(ours, _ort(model, {"X": x}), rtol=2 * F32_EPS)
+    with pytest.warns(ModelWarning):
+        assert onnxrt.OnnxInference(model).plan.opsets[""] == onnx.defs.onnx_opset_version()
+    _strict_refuses(model, {"X": x}, GraphError, r"'ai.onnx'.*strict")
+
+
 def test_ml_operator_in_a_subgraph_without_ml_opset_import():
     x = np.array([[3.0, 1.0]], np.float32)
     branch = h.make_graph([h.make_node("Normalizer", ["X"], ["o"], domain="ai.onnx.ml", norm="MAX")], "then", [], [_vi("o")])
