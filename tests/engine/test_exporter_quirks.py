@@ -507,23 +507,26 @@ def test_float16_conv_add_fusion_matches_onnxruntime(zshape, relu):
         nodes.append(h.make_node("Relu", ["s"], ["Y"]))
     model = _model(nodes, [_vi("X", T.FLOAT16, list(x.shape)), _vi("Z", T.FLOAT16, list(zshape))], [_vi("Y", T.FLOAT16)],
                    [nh.from_array(w, "W"), nh.from_array(b, "B")])
-    feeds = {"X": x, "Z": z}
     sess = onnxrt.OnnxInference(model)
     assert "fuse_conv_residual" in sess.plan.applied_passes
-    y = sess.run(feeds)["Y"]
-    (theirs,) = _ort(model, feeds)
-    assert y.dtype == np.float16 and y.shape == theirs.shape
-    # onnxruntime computes the float16 convolution and the addition in float32 and rounds once
-    # (its casts around float16 nodes); the fused kernel rounds once too: the float32 sums,
-    # accumulated in another order, may round to the neighbouring float16 value
-    assert _ulps16(y, theirs).max() <= 1
-    # the exact sum, rounded once: a 3x3 convolution with pads 1 in float64, by windows
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # [1, 16, 10, 10, 3, 3]
-    conv = np.einsum("nchwij,ocij->nohw", windows, w.astype(np.float64)) + b.astype(np.float64).reshape(1, -1, 1, 1)
-    ref = conv + z.astype(np.float64)
-    ref = (np.maximum(ref, 0) if relu else ref).astype(np.float16)
-    assert _ulps16(y, ref).max() <= 1
+    for run in range(2):  # the second run with other values: nothing of the first is kept
+        if run:
+            x, z = (x * np.float16(-1.5)).astype(np.float16), (rng.standard_normal(zshape) * 2).astype(np.float16)
+        feeds = {"X": x, "Z": z}
+        y = sess.run(feeds)["Y"]
+        (theirs,) = _ort(model, feeds)
+        assert y.dtype == np.float16 and y.shape == theirs.shape
+        # onnxruntime computes the float16 convolution and the addition in float32 and rounds once
+        # (its casts around float16 nodes); the fused kernel rounds once too: the float32 sums,
+        # accumulated in another order, may round to the neighbouring float16 value
+        assert _ulps16(y, theirs).max() <= 1
+        # the exact sum, rounded once: a 3x3 convolution with pads 1 in float64, by windows
+        xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+        windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # [1, 16, 10, 10, 3, 3]
+        conv = np.einsum("nchwij,ocij->nohw", windows, w.astype(np.float64)) + b.astype(np.float64).reshape(1, -1, 1, 1)
+        ref = conv + z.astype(np.float64)
+        ref = (np.maximum(ref, 0) if relu else ref).astype(np.float16)
+        assert _ulps16(y, ref).max() <= 1
 
 
 _QNP = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.UINT16: np.uint16}
