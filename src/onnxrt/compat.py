@@ -179,14 +179,15 @@ def repair_nodes(
             )
         nodes = [n for i, n in enumerate(nodes) if not (n.op_type == "Constant" and n.output and n.output[0] in dup and last[n.output[0]] != i)]
     # --- a Constant named like an initializer (not an input): the Constant wins ------------
-    inputs = {i.name for i in graph.input}
-    for node in nodes:
-        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.output) != 1:
-            continue
+    constants = [n for n in nodes if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1]
+    if constants and (graph.initializer or graph.sparse_initializer):
+        held = {i.name for i in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
+        held -= {i.name for i in graph.input}  # an input's name stays an error (onnxruntime lets a feed override it)
+    else:
+        held = set()
+    for node in constants:
         name = node.output[0]
-        if name in inputs:
-            continue  # an input's name: stays an error (onnxruntime lets a feed override it)
-        if any(i.name == name for i in graph.initializer) or any(s.values.name == name for s in graph.sparse_initializer):
+        if name in held:
             replaced.add(name)
             off_spec(
                 options,
