@@ -520,7 +520,8 @@ def test_dropout_inference_is_identity(opset):
     attrs = {"ratio": 0.3} if opset < 12 else {}
     y, mask = run_onnxrt(_model("Dropout", {"data": x}, attrs, opset=opset, n_out=2), {"data": x})
     np.testing.assert_array_equal(y, x)
-    assert mask.shape == x.shape and mask.all()
+    # versions 7 and 10 leave the mask unspecified: onnxruntime's zeros (False)
+    assert mask.shape == x.shape and (mask.all() if opset >= 12 else not mask.any())
     assert mask.dtype == (np.bool_ if opset >= 10 else np.float32)
     (y1,) = run_onnxrt(_model("Dropout", {"data": x}, attrs, opset=opset), {"data": x})
     np.testing.assert_array_equal(y1, x)

@@ -55,6 +55,10 @@ class Dropout(OpRun):
 
     The mask output is bool from version 10; versions 1 to 7 declare it of the data type, so it
     holds 1.0 for kept elements and 0.0 for dropped ones.
+
+    Versions 7 and 10 (inference only) leave the mask's value unspecified; onnxruntime fills it
+    with zeros (False), every element marked dropped although none is, and onnxrt follows it
+    (version 12 on, where the specification defines it, the inference mask is all true).
     """
     uses_blas = False
 
@@ -67,6 +71,8 @@ class Dropout(OpRun):
         seed = getattr(self, "seed", None) if since >= 12 else None
         self._seed = None if seed is None else int(seed) % (2**32)
         self._want_mask = len(onnx_node.output) > 1 and bool(onnx_node.output[1])
+        #: versions 7 and 10: onnxruntime's all-zero mask (the specification says nothing)
+        self._zero_mask = since in (7, 10)
 
     def _run(self, data, ratio=None, training_mode=None, attributes=None, verbose=0, fLOG=None):
         if self._inputs_drive:
@@ -78,6 +84,8 @@ class Dropout(OpRun):
         out, mask = dropout(data, r, train, self._seed, return_mask=self._want_mask)
         if not self._want_mask:
             return (out,)
+        if self._zero_mask:
+            return out, np.zeros(np.shape(data), dtype=bool if self._bool_mask else np.asarray(data).dtype)
         if not self._bool_mask:
             mask = mask.astype(np.asarray(data).dtype)
         return out, mask
