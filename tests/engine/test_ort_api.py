@@ -541,6 +541,27 @@ def test_ortvalue_feeds_and_run_with_ort_values():
         sess.run_with_ort_values(["Y"], {"X": X})
 
 
+def test_run_with_ort_values_sequence_output():
+    model = _model(
+        [helper.make_node("SequenceConstruct", ["a", "b"], ["s"])],
+        [("a", I64, [2, 3]), ("b", I64, [2, 3])], [],
+    )
+    model.graph.output.append(helper.make_tensor_sequence_value_info("s", I64, None))
+    sess = onnxrt.InferenceSession(model)
+    a, b = np.arange(6).reshape(2, 3), -np.arange(6).reshape(2, 3)
+    (seq,) = sess.run_with_ort_values(None, {"a": onnxrt.OrtValue.ortvalue_from_numpy(a), "b": onnxrt.OrtValue.ortvalue_from_numpy(b)})
+    assert seq.is_tensor_sequence() and not seq.is_tensor() and seq.has_value()
+    assert seq.data_type() == sess.get_outputs()[0].type == "seq(tensor(int64))"
+    with pytest.raises(onnxrt.InvalidArgumentError, match="not a tensor"):
+        seq.numpy()
+    (ref,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a, "b": b})
+    (ours,) = sess.run(None, {"a": a, "b": b})
+    assert len(ours) == len(ref) == 2
+    for got, want in zip(ours, ref):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype == np.int64
+
+
 def test_run_options_terminate():
     sess = onnxrt.InferenceSession(_mul_model())
     ro = onnxrt.RunOptions()
