@@ -22,7 +22,7 @@ def col2im(
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """Inverse of im2col: x (N, C*prod(block), L) -> (N, C, *image_shape).
+    """Inverse of im2col: ``x (N, C*prod(block), L) -> (N, C, *image_shape)``.
 
     The L blocks are enumerated in row-major order of their positions (as PyTorch's
     ``fold``); overlapping values add up. Block positions follow the convolution

@@ -39,7 +39,7 @@ _COL_CHUNK_BYTES = 64 << 20
 
 
 def check_conv_shapes(x: np.ndarray, w: np.ndarray, group: int, what: str = "W") -> None:
-    """Raise KernelError unless X is (N, C, *S), W is (M, C/group, *K) and M divides by group."""
+    """Raise KernelError unless X is ``(N, C, *S)``, W is ``(M, C/group, *K)`` and M divides by group."""
     if x.ndim < 3:
         raise KernelError(f"X must have rank >= 3 (N, C, spatial...), got shape {list(x.shape)}.")
     if w.ndim != x.ndim:
@@ -111,7 +111,7 @@ def conv_core(
     """The correlation ``Y[n, m, o] = sum_{c, k} W[m, c, k] * Xpad[n, g(m)*Cg + c, o*s + k*d]``.
 
     ``x`` and ``w`` share one floating dtype (the compute dtype); the result is a fresh
-    (N, M, *out_shape) array of that dtype. ``epilogue``, a list ``[bias (M,), relu,
+    ``(N, M, *out_shape)`` array of that dtype. ``epilogue``, a list ``[bias (M,), relu,
     residual]`` (float32; empty arrays for no bias or residual, the residual flat in the
     output's layout), asks the compiled paths (depthwise, bands) to add them and apply
     Relu while each piece of output is in cache; a path that did so clears the list.
@@ -933,7 +933,7 @@ def conv(
     prepared: dict | None = None,
     shuffle: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """ONNX Conv: X (N, C, *S), W (M, C/group, *K), optional B (M,) -> Y (N, M, *O).
+    """ONNX Conv: X ``(N, C, *S)``, W ``(M, C/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
 
     Every auto_pad (NOTSET with ``pads``, VALID, SAME_UPPER, SAME_LOWER), strides,
     dilations and groups, in 1-D, 2-D, 3-D and beyond. float32 and float64 compute in

@@ -90,7 +90,7 @@ def conv_transpose_core(
     pads_begin: Sequence[int],
     out_shape: Sequence[int],
 ) -> np.ndarray:
-    """Y (N, M, *out) in the compute dtype of ``x``/``w`` (no bias).
+    """Y ``(N, M, *out)`` in the compute dtype of ``x``/``w`` (no bias).
 
     ``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` is one matrix product per group
     (into a per-thread buffer); each kernel offset ``k`` then adds ``col[.., k, ..]`` at
@@ -207,7 +207,7 @@ def conv_transpose(
     activation: str | None = None,
     activation_params: Sequence[float] = (),
 ) -> np.ndarray:
-    """ONNX ConvTranspose: X (N, C, *S), W (C, M/group, *K), optional B (M,) -> Y (N, M, *O).
+    """ONNX ConvTranspose: X ``(N, C, *S)``, W ``(C, M/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
 
     Output shape and pads as in :func:`transpose_geometry`; strides, dilations, groups,
     output_padding, output_shape and every auto_pad. float16/bfloat16 compute in float32.

@@ -36,13 +36,13 @@ def deform_conv(
 ) -> np.ndarray:
     """ONNX DeformConv, N-D: each kernel tap samples X at its regular position plus a learned offset.
 
-    X (N, C, *S), W (M, C/group, *K), offset (N, offset_group*prod(K)*nd, *O) laid out as
-    [offset group][kernel tap][axis], mask (N, offset_group*prod(K), *O) (ones when
+    X ``(N, C, *S)``, W ``(M, C/group, *K)``, offset ``(N, offset_group*prod(K)*nd, *O)`` laid out as
+    [offset group][kernel tap][axis], mask ``(N, offset_group*prod(K), *O)`` (ones when
     absent), B (M,). The value at a fractional position is the N-linear interpolation
-    of its 2**nd neighbours, neighbours outside the input counting as zero (so does a
+    of its ``2**nd`` neighbours, neighbours outside the input counting as zero (so does a
     position entirely outside). The sampled columns (times the mask) then meet the
     weights in one matrix product per group. float16/bfloat16 compute in float32.
-    Vectorized over batch, taps and pixels; loops run over the 2**nd neighbours only.
+    Vectorized over batch, taps and pixels; loops run over the ``2**nd`` neighbours only.
     """
     x = np.asarray(x)
     w = np.asarray(w)

@@ -23,7 +23,7 @@ def max_unpool(
 ) -> np.ndarray:
     """Zeros except ``U.flat[indices[i]] = x.flat[i]``, U of the inferred shape ``(S-1)*stride + kernel - pads``.
 
-    ``indices`` are flat over the whole (N, C, *inferred) tensor, as MaxPool's Indices
+    ``indices`` are flat over the whole ``(N, C, *inferred)`` tensor, as MaxPool's Indices
     output gives them; one outside it raises IndexOutOfRangeError. When two values share
     an index, the last one in row-major order of ``x`` wins.
 
