@@ -38,6 +38,12 @@ class UnsupportedOperatorError(GraphError):
     exit_code = 5
 
 
+class RegistryError(OnnxRuntimeError):
+    """A kernel registration is malformed, or takes a key another kernel holds (pass
+    ``replace=True`` to :func:`onnxrt.register_function` or :func:`onnxrt.register` to
+    swap it, as a re-run notebook cell does)."""
+
+
 class InvalidAttributeError(GraphError):
     """A node attribute is missing, has the wrong type or an impossible value."""
 

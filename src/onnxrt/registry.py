@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from .errors import OnnxRuntimeError, UnsupportedOperatorError
+from .errors import RegistryError, UnsupportedOperatorError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ops_cpu._op import OpRun
@@ -15,10 +15,6 @@ T = TypeVar("T", bound=type)
 #: (domain, op_type) -> {since_version: class}
 _REGISTRY: dict[tuple[str, str], dict[int, type]] = {}
 _LOADED = False
-
-
-class RegistryError(OnnxRuntimeError):
-    """Two kernels registered under the same key, or a malformed registration."""
 
 
 def normalize_domain(domain: str | None) -> str:
@@ -32,11 +28,14 @@ def register(
     op_type: str | None = None,
     versions: Iterable[int] = (1,),
     domain: str = "",
+    replace: bool = False,
 ) -> Callable[[T], T]:
     """Class decorator registering a kernel for every listed ``since_version``.
 
     A version bump that only widens types reuses the class: list every version the
-    class implements. A duplicate key raises at import::
+    class implements. A duplicate key raises :class:`RegistryError` at import, unless
+    ``replace`` is True: the new class then takes the key (sessions built before keep the
+    kernels they resolved)::
 
         @register("Relu", versions=(1, 6, 13, 14))
         class Relu(OpRun): ...
@@ -50,7 +49,7 @@ def register(
         dom = normalize_domain(domain)
         table = _REGISTRY.setdefault((dom, name), {})
         for v in vers:
-            if v in table and table[v] is not cls:
+            if v in table and table[v] is not cls and not replace:
                 raise RegistryError(
                     f"Operator {name!r} of domain {dom!r} version {v} is registered twice "
                     f"({table[v].__module__}.{table[v].__name__} and {cls.__module__}.{cls.__name__})."
@@ -75,12 +74,16 @@ def register_function(
     domain: str,
     versions: Iterable[int] = (1,),
     n_outputs: int = 1,
+    replace: bool = False,
     **attribute_defaults: object,
 ) -> type:
     """Register a Python function as a custom operator in about one line.
 
     ``fn(*inputs, **attributes)`` returns one array (``n_outputs == 1``) or a tuple.
     Attributes default to ``attribute_defaults``; the node's attributes override them.
+    Registering the same (domain, op_type, version) twice raises :class:`RegistryError`
+    unless ``replace=True`` (a notebook cell run again): the new function then serves the
+    sessions built from now on.
     """
     from .ops_cpu._op import OpRun
 
@@ -89,7 +92,7 @@ def register_function(
         return (res,) if n_outputs == 1 else tuple(res)
 
     cls = type(op_type, (OpRun,), {"_run": _run, "attribute_defaults": dict(attribute_defaults)})
-    return register(op_type, versions=versions, domain=domain)(cls)
+    return register(op_type, versions=versions, domain=domain, replace=replace)(cls)
 
 
 def _ensure_loaded() -> None:

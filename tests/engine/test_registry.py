@@ -79,3 +79,30 @@ def test_family_table_one_line_per_operator():
     (y,) = family_unary.Relu(node).run(np.array([-1.0, 2.0], np.float32))
     np.testing.assert_array_equal(y, [0.0, 2.0])
     assert y.dtype == np.float32
+
+
+def test_register_function_replace_for_rerun_cells_and_registry_error_exported():
+    import numpy as np
+    import pytest
+    from onnx import TensorProto
+
+    import onnxrt
+
+    from ..helpers import make_single_node_model
+
+    model = make_single_node_model("Twice", [("x", TensorProto.FLOAT, [2])], [("y", TensorProto.FLOAT, [2])],
+                                   domain="test.replace")
+    x = np.array([1.0, -2.0], np.float32)
+    onnxrt.register_function("Twice", lambda x: x * 2, domain="test.replace")
+    with pytest.raises(onnxrt.RegistryError, match="registered twice"):
+        onnxrt.register_function("Twice", lambda x: x * 3, domain="test.replace")
+    old = onnxrt.InferenceSession(model.SerializeToString())
+    onnxrt.register_function("Twice", lambda x: x * 3, domain="test.replace", replace=True)  # the cell run again
+    (y,) = onnxrt.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(y, [3.0, -6.0])
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(old.run(None, {"x": x})[0], [2.0, -4.0])  # built before: keeps its kernel
+    assert issubclass(onnxrt.RegistryError, onnxrt.OnnxRuntimeError) and "RegistryError" in onnxrt.__all__
+    from onnxrt.registry import RegistryError
+
+    assert RegistryError is onnxrt.RegistryError
