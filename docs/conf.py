@@ -17,6 +17,8 @@ release = version = onnxrt.__version__
 
 extensions = [
     "sphinx.ext.autodoc",
+    # ONNX's operator docs write formulas between $$ (rendered by MathJax in the browser)
+    "sphinx.ext.mathjax",
     "myst_parser",
     # one page per operator module, written from the registry when the build starts
     "onnxrt_ops",
@@ -30,7 +32,7 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"show-inheritance": True}
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "dollarmath"]
 
 html_theme = "alabaster"
 html_title = f"onnxrt {release}"

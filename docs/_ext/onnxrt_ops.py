@@ -81,7 +81,8 @@ def _page(name: str, ops: list[tuple[str, str]], onnx_versions: dict[tuple[str, 
         elif not generated and _is_kernel_function(value) and value.__module__ == full:
             functions.append((attr, value))
 
-    lines = [f"# {full}", "", "```{eval-rst}", f".. automodule:: {full}", "```", ""]
+    # the module's target without its docstring, which the summary shows
+    lines = [f"# {full}", "", "```{eval-rst}", f".. py:module:: {full}", "```", ""]
 
     homes = sorted({cls.__module__ for cls in own})
     lines += ["## Short summary", ""]
@@ -113,8 +114,11 @@ def _page(name: str, ops: list[tuple[str, str]], onnx_versions: dict[tuple[str, 
     if base is not None:
         props = sorted(n for n in dir(base) if isinstance(inspect.getattr_static(base, n, None), property))
         lines += ["## Properties", "", "| property | truncated documentation |", "|---|---|"]
+        from onnxrt.ops_cpu import OpRun
+
         for p in props:
-            lines.append(f"| `{p}` | {_first_line(inspect.getattr_static(base, p))} |")
+            shown = f"{{py:attr}}`{p} <onnxrt.ops_cpu.OpRun.{p}>`" if hasattr(OpRun, p) else f"`{p}`"
+            lines.append(f"| {shown} | {_first_line(inspect.getattr_static(base, p))} |")
         lines.append("")
         lines += ["## Methods", "", "| method | truncated documentation |", "|---|---|"]
         seen: set[str] = set()
