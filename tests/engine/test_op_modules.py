@@ -11,7 +11,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import onnxrt.ops_cpu
 from onnxrt.ops_cpu import OpRun, _modules
 from onnxrt.ops_cpu._op import get_schema
 from onnxrt.registry import register_function, registered
@@ -263,3 +262,19 @@ def test_import_onnxrt_builds_no_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
+
+
+def test_a_custom_operator_sharing_a_builtin_name_gets_a_suffix():
+    # in a fresh process: the registry is process-wide
+    code = (
+        "import onnxrt\n"
+        "from onnxrt.registry import registered\n"
+        "cls = onnxrt.register_function('Relu', lambda x: x, domain='my.ops')\n"
+        "import onnxrt.ops_cpu.op_relu as m\n"
+        "assert m.Relu is registered()[('', 'Relu')][14]\n"
+        "assert m.Relu_my_ops is cls\n"
+        "assert 'Relu (my.ops) from onnxrt.registry' in m.__doc__\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
