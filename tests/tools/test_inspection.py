@@ -609,6 +609,33 @@ def test_switch_initializers_dtype():
         oinf.switch_initializers_dtype(np.int64)
 
 
+def test_switch_initializers_dtype_defaults_and_bits():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"]),
+        helper.make_node("ConstantOfShape", ["shp"], ["zeros"]),  # no value: a float32 zero by default
+        helper.make_node("Sub", ["x", "zeros"], ["y"]),
+        helper.make_node("BitCast", ["x"], ["bits"], to=TensorProto.INT32),  # float32 bits, whatever the run
+        helper.make_node("BitCast", ["bits"], ["back"], to=F),
+        helper.make_node("RandomUniform", [], ["r"], shape=[2], seed=1.0),  # float32 by default
+    ]
+    graph = helper.make_graph(
+        nodes, "defaults", [helper.make_tensor_value_info("x", F, [3])],
+        [helper.make_tensor_value_info(n, t, s) for n, t, s in
+         (("y", F, [3]), ("bits", TensorProto.INT32, [3]), ("back", F, [3]), ("r", F, [2]))],
+    )
+    oinf = onnxrt.OnnxInference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)]))
+    wide = oinf.switch_initializers_dtype()
+    x = np.array([1.5, -0.1, 3e38], np.float32)
+    res = wide.run({"x": x.astype(np.float64)})
+    assert res["y"].dtype == np.float64 and res["r"].dtype == np.float64 and res["back"].dtype == np.float64
+    np.testing.assert_array_equal(res["y"], x.astype(np.float64))
+    np.testing.assert_array_equal(res["bits"], x.view(np.int32))
+    np.testing.assert_array_equal(res["back"], x.astype(np.float64))
+    assert ("attribute", "ConstantOfShape", "value") in wide.switched and ("attribute", "RandomUniform", "dtype") in wide.switched
+    rows = oinf.compare_precision({"x": x})
+    assert [r["output"] for r in rows] == ["zeros", "y", "back", "r"] and all(r["max_abs"] == 0 for r in rows[:3])
+
+
 def test_compare_precision():
     oinf = onnxrt.OnnxInference(_float_model())
     x = np.array([[0.3, 1.7, -2.2], [1e3, 3.1, 0.7]], np.float32)

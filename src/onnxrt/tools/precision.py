@@ -16,6 +16,9 @@ from .shapes import infer_shapes, run_order
 
 #: attributes naming an element type that the node produces
 _DTYPE_ATTRIBUTES = {"to", "dtype", "output_dtype"}
+#: operators whose float32 inputs and outputs stay float32 (Casts around them): their
+#: meaning is in the bits
+_BIT_OPS = {"BitCast"}
 
 
 def _target(dtype: Any) -> int:
@@ -59,12 +62,24 @@ def _switch_node(node: onnx.NodeProto, to: int, base_dir: str | None, done: list
         elif att.type == AttributeProto.GRAPHS:
             for g in att.graphs:
                 _switch_graph(g, to, base_dir, done)
-        elif att.type == AttributeProto.INT and att.name in _DTYPE_ATTRIBUTES and att.i == TensorProto.FLOAT:
+        elif (
+            att.type == AttributeProto.INT and att.name in _DTYPE_ATTRIBUTES and att.i == TensorProto.FLOAT
+            and node.op_type not in _BIT_OPS
+        ):
             att.i = to
             done.append(("attribute", node.name or node.op_type, att.name))
         elif att.type == AttributeProto.TENSOR and att.t.data_type == TensorProto.FLOAT:
             att.t.CopyFrom(_switch_tensor(att.t, to, base_dir))
             done.append(("attribute", node.name or node.op_type, att.name))
+    present = {a.name for a in node.attribute}
+    if node.domain in ("", "ai.onnx") and node.op_type == "ConstantOfShape" and "value" not in present:
+        # the default value is a float32 zero
+        zero = numpy_helper.from_array(np.zeros(1, dtype=helper.tensor_dtype_to_np_dtype(to)))
+        node.attribute.append(helper.make_attribute("value", zero))
+        done.append(("attribute", node.name or node.op_type, "value"))
+    elif node.domain in ("", "ai.onnx") and node.op_type in ("RandomNormal", "RandomUniform") and "dtype" not in present:
+        node.attribute.append(helper.make_attribute("dtype", to))  # float32 by default
+        done.append(("attribute", node.name or node.op_type, "dtype"))
     if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
         for k, att in enumerate(node.attribute):
             if att.name in ("value_float", "value_floats"):
@@ -128,7 +143,8 @@ def _guard(model: onnx.ModelProto, original: onnx.ModelProto, to: int, opsets: d
             formal = schema.inputs[min(k, len(schema.inputs) - 1)]
             allowed = _allowed(schema, formal)
             info = infos.get(name)
-            if info is not None and info.elem_type == TensorProto.FLOAT and wanted not in allowed and "tensor(float)" in allowed:
+            keep = wanted not in allowed or node.op_type in _BIT_OPS
+            if info is not None and info.elem_type == TensorProto.FLOAT and keep and "tensor(float)" in allowed:
                 cast_out = fresh(f"{name}__as_float32")
                 nodes.append(helper.make_node("Cast", [name], [cast_out], to=TensorProto.FLOAT, name=fresh(f"{cast_out}_cast")))
                 node.input[k] = cast_out
@@ -140,7 +156,7 @@ def _guard(model: onnx.ModelProto, original: onnx.ModelProto, to: int, opsets: d
             formal = schema.outputs[min(k, len(schema.outputs) - 1)]
             allowed = _allowed(schema, formal)
             info = infos.get(name)
-            if info is not None and info.elem_type == TensorProto.FLOAT and wanted not in allowed:
+            if info is not None and info.elem_type == TensorProto.FLOAT and (wanted not in allowed or node.op_type in _BIT_OPS):
                 raw = fresh(f"{name}__float32")
                 node.output[k] = raw
                 after.append(helper.make_node("Cast", [raw], [name], to=to, name=fresh(f"{name}_cast")))
@@ -156,7 +172,8 @@ def switch_dtype(
 ) -> tuple[onnx.ModelProto, list[tuple[str, str, str]]]:
     """A copy of ``model`` computing in ``dtype`` where it computed in float32: float32
     initializers (and Constant/ConstantOfShape values) converted, declared float types
-    switched, Cast targets (and ``dtype`` attributes) of float32 moved to the new type, in
+    switched, Cast targets (and ``dtype`` attributes, explicit or float32 by default) of
+    float32 moved to the new type, in
     subgraphs and model-local functions too; around main-graph operators whose schema
     does not accept the new type, Casts back to float32 and forward again. Returns the model
     and the list of changes made, as (what, where, detail)."""
