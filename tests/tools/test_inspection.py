@@ -430,6 +430,13 @@ def test_infer_sizes_demo_and_unknown_sizes():
     assert (loop["inputs"], loop["initializers"], loop["peak"]) == (16, 8, 8)
     branch = onnxrt.OnnxInference(_if_model()).infer_sizes({"c": (), "X": (2, 3)})
     assert branch["inputs"] == 1 + 24 and branch["peak"] == 24 and branch["unknown"] == []
+    seq_in = helper.make_tensor_sequence_value_info("S", F, None)
+    seq = helper.make_graph(
+        [helper.make_node("SequenceLength", ["S"], ["n"])], "seq", [seq_in],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+    )
+    with pytest.raises(InvalidFeedError, match=r"tensor inputs only; input 'S' has type seq\(tensor\(float\)\)"):
+        onnxrt.OnnxInference(seq, target_opset=18).infer_sizes({"S": (2,)})
     unknown = shapes_mod.infer_sizes(_function_model(), {"X": (4, 3)})
     assert unknown["unknown"] == ["M", "shp"]
     assert unknown["nodes"][1]["outputs"] == {"M": None} and unknown["nodes"][1]["temp"] == 0

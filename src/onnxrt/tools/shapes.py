@@ -367,7 +367,7 @@ def infer_sizes(model: onnx.ModelProto, feeds: dict[str, Any], opsets: dict[str,
             )
         elem = vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else 0
         if vi.type.WhichOneof("value") not in (None, "tensor_type"):
-            raise InvalidFeedError(f"infer_sizes estimates tensors only; input {vi.name!r} is a {type_string(vi.type)}.")
+            raise InvalidFeedError(f"infer_sizes estimates tensor inputs only; input {vi.name!r} has type {type_string(vi.type)}.")
         if not elem and dtype is not None:
             from ..dtypes import onnx_type
 
