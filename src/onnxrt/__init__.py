@@ -25,6 +25,8 @@ from .errors import (  # noqa: E402
     InvalidOptionError,
     InvalidTypeError,
     KernelError,
+    LoggerError,
+    ModelConfigError,
     ModelLoadError,
     NotApplicableError,
     OnnxRuntimeError,
@@ -32,6 +34,7 @@ from .errors import (  # noqa: E402
     RegistryError,
     RunTerminatedError,
     SecurityError,
+    SessionStateError,
     UnknownOptionError,
     UnsupportedOperatorError,
 )
@@ -40,8 +43,22 @@ from .inference import OnnxInference
 from .registry import register, register_function
 from .iobinding import IOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
-from .ortvalue import OrtDevice, OrtDeviceVendorId, OrtSparseFormat, OrtValue, SparseTensor
+from .ortvalue import (
+    OrtAllocatorType,
+    OrtArenaCfg,
+    OrtDevice,
+    OrtDeviceMemoryType,
+    OrtDeviceVendorId,
+    OrtMemType,
+    OrtMemoryInfo,
+    OrtMemoryInfoDeviceType,
+    OrtSparseFormat,
+    OrtValue,
+    SparseTensor,
+)
 from .providers import (
+    create_and_register_allocator,
+    create_and_register_allocator_v2,
     disable_telemetry_events,
     enable_telemetry_events,
     get_all_providers,
@@ -49,8 +66,11 @@ from .providers import (
     get_build_info,
     get_device,
     get_version_string,
+    set_default_logger_callback,
+    set_default_logger_severity,
+    set_default_logger_verbosity,
 )
-from .session import InferenceSession, ModelMetadata, NodeArg
+from .session import InferenceSession, ModelMetadata, NodeArg, OrtEpAssignedNode, OrtEpAssignedSubgraph
 
 __version__ = "0.1.0"
 
@@ -70,16 +90,26 @@ __all__ = [
     "InvalidOptionError",
     "InvalidTypeError",
     "KernelError",
+    "LoggerError",
+    "ModelConfigError",
     "ModelLoadError",
-    "ModelWarning",
     "ModelMetadata",
+    "ModelWarning",
     "NodeArg",
     "NotApplicableError",
     "OnnxInference",
     "OnnxRuntimeError",
     "OptionError",
+    "OrtAllocatorType",
+    "OrtArenaCfg",
     "OrtDevice",
+    "OrtDeviceMemoryType",
     "OrtDeviceVendorId",
+    "OrtEpAssignedNode",
+    "OrtEpAssignedSubgraph",
+    "OrtMemType",
+    "OrtMemoryInfo",
+    "OrtMemoryInfoDeviceType",
     "OrtSparseFormat",
     "OrtValue",
     "RegistryError",
@@ -87,9 +117,12 @@ __all__ = [
     "RunTerminatedError",
     "SecurityError",
     "SessionOptions",
+    "SessionStateError",
     "SparseTensor",
     "UnknownOptionError",
     "UnsupportedOperatorError",
+    "create_and_register_allocator",
+    "create_and_register_allocator_v2",
     "disable_telemetry_events",
     "enable_telemetry_events",
     "get_all_providers",
@@ -99,5 +132,8 @@ __all__ = [
     "get_version_string",
     "register",
     "register_function",
+    "set_default_logger_callback",
+    "set_default_logger_severity",
+    "set_default_logger_verbosity",
     "__version__",
 ]

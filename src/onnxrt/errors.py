@@ -20,6 +20,12 @@ class ModelLoadError(OnnxRuntimeError):
     exit_code = 2
 
 
+class ModelConfigError(ModelLoadError, RuntimeError):
+    """The session options a model carries (metadata ``ort_config``, read when the
+    environment variable ``ORT_LOAD_CONFIG_FROM_MODEL`` is ``1``) cannot be read or applied (a
+    ``RuntimeError``, as in onnxruntime)."""
+
+
 class SecurityError(ModelLoadError):
     """The model asks for something onnxrt refuses to do (external data outside its folder)."""
 
@@ -94,6 +100,19 @@ class NotApplicableError(OnnxRuntimeError, RuntimeError):
     a native custom-operator library (a ``RuntimeError``, as onnxruntime raises for them)."""
 
     exit_code = 13
+
+
+class LoggerError(OnnxRuntimeError, RuntimeError):
+    """A logger call with a severity outside 0..4 or a callback that is not callable (a ``RuntimeError``, as in onnxruntime)."""
+
+    exit_code = 14
+
+
+class SessionStateError(OnnxRuntimeError, RuntimeError):
+    """A session is asked for what it was not set up to give (graph assignment information
+    without ``session.record_ep_graph_assignment_info``; a ``RuntimeError``)."""
+
+    exit_code = 15
 
 
 class KernelError(OnnxRuntimeError):

@@ -12,11 +12,13 @@ from .errors import ConfigEntryError, InvalidOptionError, NotApplicableError, Un
 
 
 class GraphOptimizationLevel(enum.IntEnum):
-    """Optimisation levels, with onnxruntime's names."""
+    """Optimisation levels, with onnxruntime's names and values (``ORT_ENABLE_LAYOUT`` runs
+    what ``ORT_ENABLE_EXTENDED`` runs: onnxrt has no layout passes)."""
 
     ORT_DISABLE_ALL = 0
     ORT_ENABLE_BASIC = 1
     ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
     ORT_ENABLE_ALL = 99
 
 
@@ -144,6 +146,13 @@ class _Options:
         except KeyError:
             raise ConfigEntryError(f"{type(self).__name__} does not have configuration with key: {key}") from None
 
+    def _copy(self) -> Any:
+        """A copy whose tables (configuration entries, overrides) are the copy's own."""
+        new = object.__new__(type(self))
+        for key, value in self.__dict__.items():
+            object.__setattr__(new, key, dict(value) if isinstance(value, dict) else value)
+        return new
+
     def __repr__(self) -> str:
         shown = {name: getattr(self, name) for name in self._SPEC}
         return f"{type(self).__name__}({shown!r})"
@@ -160,12 +169,15 @@ class SessionOptions(_Options):
       bytes (None: no cap but physical memory).
     * ``strict`` (onnxrt's own, default False): the one-time warnings onnxrt gives for models
       that break the ONNX specification become errors.
-    * ``log_severity_level`` defaults to 2 (warnings; onnxruntime's -1 means the same);
-      ``profile_file_prefix`` defaults to ``"onnxrt_profile"``.
+    * ``profile_file_prefix`` defaults to ``"onnxrt_profile"``.
+    * ``log_severity_level`` (-1: the default logger's, see
+      :func:`onnxrt.set_default_logger_severity`) and ``logid`` filter and label the records
+      the session logs at its creation and runs (to :func:`onnxrt.set_default_logger_callback`'s
+      callback); ``log_verbosity_level`` >= 1 adds a record per node at Verbose severity.
     * ``optimized_model_filepath`` also takes an ``os.PathLike``; the file is always ONNX
       (never onnxruntime's ORT format) and holds onnxrt's fused operators (domain ``onnxrt``).
     * Thread counts must be >= 0 (0: onnxrt chooses). ``inter_op_num_threads``,
-      ``execution_mode``, ``execution_order``, ``log_verbosity_level``, ``logid``, the memory
+      ``execution_mode``, ``execution_order``, the memory
       arena and pattern flags, ``use_deterministic_compute`` and ``use_per_session_threads``
       are kept for compatibility and change nothing: onnxrt runs nodes in graph order on numpy
       arrays and is deterministic.
@@ -179,7 +191,7 @@ class SessionOptions(_Options):
         "profile_file_prefix": (_str, "onnxrt_profile"),
         "intra_op_num_threads": (_int(0), 0),
         "inter_op_num_threads": (_int(0), 0),
-        "log_severity_level": (_int(), 2),
+        "log_severity_level": (_int(), -1),
         "log_verbosity_level": (_int(), 0),
         "logid": (_str, ""),
         "execution_mode": (_enum(ExecutionMode), ExecutionMode.ORT_SEQUENTIAL),
@@ -282,13 +294,14 @@ class RunOptions(_Options):
 
     ``terminate`` set to True (from any thread) makes runs using these options stop before
     their next node with :class:`~onnxrt.RunTerminatedError`. ``run_tag`` is onnxrt's own
-    (a free label). ``log_severity_level`` defaults to 2; it, ``log_verbosity_level``,
-    ``logid`` and ``only_execute_path_to_fetches`` are kept and change nothing (onnxrt
-    gives the same results either way). Run configuration entries are kept only.
+    (a free label, added to the run's log records). ``log_severity_level`` (-1: the
+    session's), ``log_verbosity_level`` and ``logid`` filter and label the run's log records.
+    ``only_execute_path_to_fetches`` is kept and changes nothing (onnxrt runs what the
+    fetches need either way). Run configuration entries are kept only.
     """
 
     _SPEC = {
-        "log_severity_level": (_int(), 2),
+        "log_severity_level": (_int(), -1),
         "log_verbosity_level": (_int(), 0),
         "logid": (_str, ""),
         "run_tag": (_str, ""),

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError, NotApplicableError
+from .errors import InvalidArgumentError, NotApplicableError, UnknownOptionError
 
 
 
@@ -511,3 +511,185 @@ class SparseTensor:
 
     def __repr__(self) -> str:
         return f"SparseTensor({self._format.name}, {self.data_type()}, dense_shape={self._shape}, nnz={self._values.shape[0]})"
+
+
+# ------------------------------------------------------------------------------------------
+# memory descriptions: onnxruntime's OrtMemoryInfo, its enums and OrtArenaCfg
+# ------------------------------------------------------------------------------------------
+
+
+class OrtAllocatorType(enum.IntEnum):
+    """Allocator kinds, with onnxruntime's names and values."""
+
+    INVALID = -1
+    ORT_DEVICE_ALLOCATOR = 0
+    ORT_ARENA_ALLOCATOR = 1
+
+
+class OrtMemType(enum.IntEnum):
+    """Memory kinds of an ``OrtMemoryInfo``, with onnxruntime's names and values
+    (``CPU`` is an alias of ``CPU_OUTPUT``)."""
+
+    CPU_INPUT = -2
+    CPU_OUTPUT = -1
+    CPU = -1
+    DEFAULT = 0
+
+
+class OrtDeviceMemoryType(enum.IntEnum):
+    """A device's memory kinds, with onnxruntime's names and values."""
+
+    DEFAULT = 0
+    HOST_ACCESSIBLE = 5
+
+
+class OrtMemoryInfoDeviceType(enum.IntEnum):
+    """Device kinds of ``OrtMemoryInfo.create_v2``, with onnxruntime's names and values."""
+
+    CPU = 0
+    GPU = 1
+    FPGA = 2
+    NPU = 3
+
+
+#: the names OrtMemoryInfo(...) takes, as onnxruntime's CreateMemoryInfo: (device type, vendor, device memory type)
+_MEMORY_NAMES = {
+    "Cpu": (0, OrtDeviceVendorId.NONE, OrtDeviceMemoryType.DEFAULT),
+    "Cuda": (1, OrtDeviceVendorId.NVIDIA, OrtDeviceMemoryType.DEFAULT),
+    "CudaPinned": (1, OrtDeviceVendorId.NVIDIA, OrtDeviceMemoryType.HOST_ACCESSIBLE),
+    "DML": (1, OrtDeviceVendorId.MICROSOFT, OrtDeviceMemoryType.DEFAULT),
+    "QnnHtpShared": (1, OrtDeviceVendorId.QUALCOMM, OrtDeviceMemoryType.HOST_ACCESSIBLE),
+}
+
+
+def _enum_arg(what: str, cls: type[enum.IntEnum], value: Any) -> Any:
+    if isinstance(value, cls):
+        return value
+    raise InvalidArgumentError(
+        f"{what} expects a member of onnxrt.{cls.__name__} ({', '.join(cls.__members__)}), got {type(value).__name__} {value!r}."
+    )
+
+
+def _int_arg(what: str, value: Any) -> int:
+    import operator
+
+    try:
+        return int(operator.index(value))
+    except TypeError:
+        raise InvalidArgumentError(f"{what} expects an int, got {type(value).__name__} {value!r}.") from None
+
+
+class OrtMemoryInfo:
+    """Where a value's memory lives, as onnxruntime's ``OrtMemoryInfo(name, allocator_type,
+    device_id, mem_type)`` and ``OrtMemoryInfo.create_v2(...)`` describe it.
+
+    ``name`` is one of onnxruntime's names (``"Cpu"``, ``"Cuda"``, ``"CudaPinned"``,
+    ``"DML"``, ``"QnnHtpShared"``); another raises :class:`~onnxrt.InvalidArgumentError`
+    ("Specified device is not supported"), as in onnxruntime. Non-CPU memory can be described
+    but onnxrt keeps every value in CPU memory (numpy arrays): sessions report ``"Cpu"``.
+    """
+
+    __slots__ = ("name", "allocator_type", "device_id", "mem_type", "device_mem_type", "device_vendor_id", "_device_type", "alignment")
+
+    def __init__(self, name: str, allocator_type: OrtAllocatorType, device_id: int, mem_type: OrtMemType):
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"OrtMemoryInfo: name is a str, got {type(name).__name__} {name!r}.")
+        known = _MEMORY_NAMES.get(name)
+        if known is None:
+            raise InvalidArgumentError(
+                f"OrtMemoryInfo: Specified device is not supported: {name!r}; the names are {list(_MEMORY_NAMES)} "
+                f"(or use OrtMemoryInfo.create_v2)."
+            )
+        device_type, vendor, device_mem = known
+        self.name = name
+        self.allocator_type = _enum_arg("OrtMemoryInfo: allocator_type", OrtAllocatorType, allocator_type)
+        self.mem_type = _enum_arg("OrtMemoryInfo: mem_type", OrtMemType, mem_type)
+        self.device_id = 0 if device_type == 0 else _int_arg("OrtMemoryInfo: device_id", device_id)
+        self.device_mem_type = device_mem
+        self.device_vendor_id = int(vendor)
+        self._device_type = device_type
+        self.alignment = 0
+
+    @classmethod
+    def create_v2(
+        cls,
+        name: str,
+        device_type: OrtMemoryInfoDeviceType,
+        vendor_id: int,
+        device_id: int,
+        device_mem_type: OrtDeviceMemoryType,
+        alignment: int,
+        allocator_type: OrtAllocatorType,
+    ) -> OrtMemoryInfo:
+        """A memory description from its parts (onnxruntime's ``CreateMemoryInfo_V2``): any
+        name; ``mem_type`` is ``DEFAULT`` for a device's default memory and ``CPU_OUTPUT`` for
+        host-accessible memory, as in onnxruntime."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"OrtMemoryInfo.create_v2: name is a str, got {type(name).__name__} {name!r}.")
+        self = cls.__new__(cls)
+        self.name = name
+        self._device_type = int(_enum_arg("OrtMemoryInfo.create_v2: device_type", OrtMemoryInfoDeviceType, device_type))
+        self.device_vendor_id = _int_arg("OrtMemoryInfo.create_v2: vendor_id", vendor_id)
+        self.device_id = _int_arg("OrtMemoryInfo.create_v2: device_id", device_id)
+        self.device_mem_type = _enum_arg("OrtMemoryInfo.create_v2: device_mem_type", OrtDeviceMemoryType, device_mem_type)
+        self.alignment = _int_arg("OrtMemoryInfo.create_v2: alignment", alignment)
+        self.allocator_type = _enum_arg("OrtMemoryInfo.create_v2: allocator_type", OrtAllocatorType, allocator_type)
+        self.mem_type = OrtMemType.DEFAULT if self.device_mem_type == OrtDeviceMemoryType.DEFAULT else OrtMemType.CPU_OUTPUT
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"OrtMemoryInfo(name={self.name!r}, allocator_type={self.allocator_type.name}, device_id={self.device_id}, "
+            f"mem_type={self.mem_type.name}, device_mem_type={self.device_mem_type.name}, vendor={self.device_vendor_id:#x})"
+        )
+
+
+def cpu_memory_info() -> OrtMemoryInfo:
+    """The memory every onnxrt value lives in: numpy's, on the CPU (as onnxruntime's CPU
+    provider describes its arena)."""
+    return OrtMemoryInfo("Cpu", OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, OrtMemType.DEFAULT)
+
+
+_ARENA_KEYS = (
+    "max_mem",
+    "arena_extend_strategy",
+    "initial_chunk_size_bytes",
+    "max_dead_bytes_per_chunk",
+    "initial_growth_chunk_size_bytes",
+    "max_power_of_two_extend_bytes",
+)
+
+
+class OrtArenaCfg:
+    """An arena allocator's configuration, as onnxruntime's: ``OrtArenaCfg(max_mem,
+    arena_extend_strategy, initial_chunk_size_bytes, max_dead_bytes_per_chunk)`` or
+    ``OrtArenaCfg({key: value})`` with onnxruntime's keys; a value left out is -1 (the
+    default). An unknown key raises :class:`~onnxrt.InvalidArgumentError` ("Invalid
+    OrtArenaCfg option"). numpy allocates onnxrt's arrays: the values are kept, not used."""
+
+    __slots__ = _ARENA_KEYS
+
+    def __init__(self, *args: Any):
+        for key in _ARENA_KEYS:
+            object.__setattr__(self, key, -1)
+        if len(args) == 1 and isinstance(args[0], dict):
+            for key, value in args[0].items():
+                if key not in _ARENA_KEYS:
+                    raise InvalidArgumentError(f"Invalid OrtArenaCfg option: {key}; the options are {list(_ARENA_KEYS)}.")
+                setattr(self, key, value)
+        elif len(args) == 4:
+            for key, value in zip(_ARENA_KEYS, args):
+                setattr(self, key, value)
+        else:
+            raise InvalidArgumentError(
+                "OrtArenaCfg takes (max_mem, arena_extend_strategy, initial_chunk_size_bytes, max_dead_bytes_per_chunk) "
+                f"or a dict of options, got {len(args)} arguments."
+            )
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in _ARENA_KEYS:
+            raise UnknownOptionError(f"OrtArenaCfg has no attribute {key!r}; its attributes are {list(_ARENA_KEYS)}.")
+        object.__setattr__(self, key, _int_arg(f"OrtArenaCfg.{key}", value))
+
+    def __repr__(self) -> str:
+        return "OrtArenaCfg(" + ", ".join(f"{k}={getattr(self, k)}" for k in _ARENA_KEYS) + ")"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -11,12 +12,19 @@ from typing import Any
 import numpy as np
 
 from .dtypes import ONNX_TO_NP, type_shape, type_string
-from .errors import InvalidArgumentError, InvalidFeedError, InvalidOptionError, RunTerminatedError
+from .errors import (
+    InvalidArgumentError,
+    InvalidFeedError,
+    InvalidOptionError,
+    ModelConfigError,
+    RunTerminatedError,
+    SessionStateError,
+)
 from .inference import OnnxInference
 from .iobinding import IOBinding
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
-from .ortvalue import OrtValue, SparseTensor, _strings
-from .providers import normalize_providers
+from .ortvalue import OrtMemoryInfo, OrtValue, SparseTensor, _strings, cpu_memory_info
+from .providers import LOGGER, SHARED_ALLOCATORS, log, normalize_providers
 from .tools.profiling import Profiler
 
 __all__ = [
@@ -26,6 +34,8 @@ __all__ = [
     "InferenceSession",
     "ModelMetadata",
     "NodeArg",
+    "OrtEpAssignedNode",
+    "OrtEpAssignedSubgraph",
     "RunOptions",
     "SessionOptions",
 ]
@@ -51,6 +61,86 @@ class ModelMetadata:
     graph_description: str
     version: int
     custom_metadata_map: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OrtEpAssignedNode:
+    """A node of the graph a session runs, as ``get_provider_graph_assignment_info`` lists it."""
+
+    name: str
+    op_type: str
+    domain: str
+
+
+@dataclass(frozen=True)
+class OrtEpAssignedSubgraph:
+    """Nodes an execution provider runs together (onnxrt: one node each, on the CPU)."""
+
+    ep_name: str
+    nodes: tuple[OrtEpAssignedNode, ...]
+
+    def get_nodes(self) -> list[OrtEpAssignedNode]:
+        return list(self.nodes)
+
+
+_RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
+
+
+def _model_proto(source: Any) -> tuple[Any, Any]:
+    """(the ModelProto, what the engine loads: ``source`` itself unless reading consumed it)."""
+    from onnx import ModelProto
+
+    from .model import load_model
+
+    if isinstance(source, ModelProto):
+        return source, source
+    proto, _ = load_model(source)
+    return proto, source if isinstance(source, str | bytes | os.PathLike) else proto
+
+
+def _options_from_model(model: Any, options: SessionOptions) -> SessionOptions:
+    """``options`` updated by the session options the model carries in its metadata
+    ``ort_config`` (JSON ``{"session_options": {...}}``), as onnxruntime reads them when the
+    environment variable ``ORT_LOAD_CONFIG_FROM_MODEL`` is ``1``: ``intra_op_num_threads``,
+    ``inter_op_num_threads`` (ints >= 0), ``execution_mode`` (0, 1),
+    ``graph_optimization_level`` (0, 1, 2, 3, 99), ``enable_profiling`` (0, 1); other keys are
+    ignored. The model's values win; a copy is returned when there are any."""
+    import json
+
+    if os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") != "1":
+        return options
+    text = next((p.value for p in model.metadata_props if p.key == "ort_config"), None)
+    if text is None:
+        return options
+    try:
+        config = json.loads(text)
+    except ValueError as e:
+        raise ModelConfigError(f"Json stored in the `ort_config` key cannot be parsed: {e}") from None
+    entries = config.get("session_options") if isinstance(config, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        return options
+    options = options._copy()
+
+    def integer(key: str, allowed: Any) -> int:
+        value = entries[key]
+        if type(value) is not int:
+            raise ModelConfigError(f"{key} option in the model file must be an integer, got {value!r} (metadata 'ort_config').")
+        if not allowed(value):
+            raise ModelConfigError(f"Unsupported value for {key} in the model's ORT config (metadata 'ort_config'): {value}.")
+        return value
+
+    if "intra_op_num_threads" in entries:
+        options.intra_op_num_threads = integer("intra_op_num_threads", lambda v: v >= 0)
+    if "inter_op_num_threads" in entries:
+        options.inter_op_num_threads = integer("inter_op_num_threads", lambda v: v >= 0)
+    if "execution_mode" in entries:
+        options.execution_mode = ExecutionMode(integer("execution_mode", lambda v: v in (0, 1)))
+    if "graph_optimization_level" in entries:
+        levels = {m.value for m in GraphOptimizationLevel}
+        options.graph_optimization_level = GraphOptimizationLevel(integer("graph_optimization_level", levels.__contains__))
+    if "enable_profiling" in entries:
+        options.enable_profiling = bool(integer("enable_profiling", lambda v: v in (0, 1)))
+    return options
 
 
 class _FeedType:
@@ -140,9 +230,22 @@ class InferenceSession:
     ):
         from .session_model import prepare_model, write_optimized_model
 
+        t_start = time.perf_counter()
         self._options = sess_options or SessionOptions()
+        if not isinstance(self._options, SessionOptions):
+            raise InvalidOptionError(f"sess_options must be an onnxrt.SessionOptions, got {type(self._options).__name__}.")
+        self._log_level = self._options.log_severity_level
+        self._logid = self._options.logid
+        self._verbosity = self._options.log_verbosity_level
+        self._profiler: Profiler | None = None
+        self._log(1, f"Session options {self._options!r}")
         self._providers = normalize_providers(providers, provider_options, strict=False)
-        self._engine = OnnxInference(prepare_model(path_or_bytes, self._options), options=self._options)
+        model = prepare_model(path_or_bytes, self._options)
+        if os.environ.get("ORT_LOAD_CONFIG_FROM_MODEL") == "1":
+            proto, model = _model_proto(model)
+            self._options = _options_from_model(proto, self._options)
+        self._log(0, "Initializing session.")
+        self._engine = OnnxInference(model, options=self._options)
         graph = self._engine.model.graph
         inits = self._engine.initializer_names
         self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
@@ -158,9 +261,17 @@ class InferenceSession:
         path = getattr(self._options, "optimized_model_filepath", "")
         if path:
             write_optimized_model(self._engine, path, self._options)
-        self._profiler: Profiler | None = None
         if self._options.enable_profiling:
-            self._profiler = Profiler(self._options.profile_file_prefix, self._engine.warmup_runs)
+            self._start_profiling()
+        if self._log_on(0):
+            plan = self._engine.plan
+            self._log(
+                0,
+                f"Session successfully initialized in {(time.perf_counter() - t_start) * 1e3:.3f} ms: "
+                f"{len(graph.node)} nodes in the model, {len(plan.steps)} in the plan "
+                f"(optimisation level {int(self._options.graph_optimization_level)}, passes {list(plan.applied_passes)}), "
+                f"inputs {[a.name for a in self._inputs]}, outputs {[a.name for a in self._outputs]}.",
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         """Sessions pickle (for multiprocessing): the engine is rebuilt from the model's bytes;
@@ -172,7 +283,29 @@ class InferenceSession:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._options.enable_profiling:
-            self._profiler = Profiler(self._options.profile_file_prefix, self._engine.warmup_runs)
+            self._start_profiling()
+
+    def _start_profiling(self) -> None:
+        self._profiler = Profiler(self._options.profile_file_prefix, self._engine.warmup_runs)
+        self._profiling_start_ns = time.time_ns()
+
+    # -- logging -----------------------------------------------------------------------
+
+    def _log_on(self, severity: int, level: int = -1) -> bool:
+        """Whether a record of ``severity`` passes (``level``: a run's severity, -1 the session's)."""
+        if level < 0:
+            level = self._log_level
+        return severity >= (level if level >= 0 else LOGGER.severity)
+
+    def _log(self, severity: int, message: str, level: int = -1, logid: str | None = None) -> None:
+        """Log one record from the caller's place (when its severity passes the filter)."""
+        if not self._log_on(severity, level):
+            return
+        import sys
+
+        frame = sys._getframe(1)
+        location = f"session.py:{frame.f_lineno} {frame.f_code.co_name}"
+        log(severity, self._logid if logid is None else logid, location, message)
 
     @property
     def engine(self) -> OnnxInference:
@@ -255,8 +388,13 @@ class InferenceSession:
                     input_feed = self._feeds(input_feed)
                     break
         try:
-            if run_options is None and not output_names and self._profiler is None:
-                return self._engine.run_outputs(input_feed)  # the hot path
+            if (
+                run_options is None
+                and not output_names
+                and self._profiler is None
+                and (self._log_level if self._log_level >= 0 else LOGGER.severity) > 0
+            ):
+                return [_session_owned(r) for r in self._engine.run_outputs(input_feed)]  # the hot path
             return self._run(output_names, input_feed, run_options)
         except InvalidFeedError as e:
             missing = [n for n in self._engine.plan.required_inputs if n not in input_feed]
@@ -268,6 +406,36 @@ class InferenceSession:
     def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None) -> list[Any]:
         names = list(output_names) if output_names else None
         trace = self._terminator(run_options) if run_options is not None else None
+        level, logid, verbosity = self._log_level, self._logid, self._verbosity
+        if run_options is not None:
+            if run_options.log_severity_level >= 0:
+                level = run_options.log_severity_level
+            logid = run_options.logid or logid
+            verbosity = max(verbosity, run_options.log_verbosity_level)
+        if self._log_on(0, level):
+            tag = f" (run tag {run_options.run_tag!r})" if run_options is not None and run_options.run_tag else ""
+            self._log(
+                0, f"Run{tag}: feeds {sorted(input_feed)}, fetches {names or [a.name for a in self._outputs]}.", level, logid
+            )
+            if max(verbosity, LOGGER.verbosity) >= 1:
+                trace = self._node_logger(trace, level, logid)
+            t0 = time.perf_counter()
+            results = self._run_traced(names, input_feed, trace)
+            self._log(0, f"Run{tag} finished in {(time.perf_counter() - t0) * 1e3:.3f} ms.", level, logid)
+            return results
+        return self._run_traced(names, input_feed, trace)
+
+    def _node_logger(self, inner: Callable[..., None] | None, level: int, logid: str) -> Callable[..., None]:
+        """A run's trace that logs a Verbose record per node (verbosity >= 1), then calls ``inner``."""
+
+        def trace(st: Any, args: Any, res: Any, dt: float) -> None:
+            self._log(0, f"Node {st.name!r} ({st.op_type}) ran in {dt * 1e3:.3f} ms.", level, logid)
+            if inner is not None:
+                inner(st, args, res, dt)
+
+        return trace
+
+    def _run_traced(self, names: list[str] | None, input_feed: dict[str, Any], trace: Callable[..., None] | None) -> list[Any]:
         if self._profiler is not None:
             node_trace = self._profiler.node_trace()
             if trace is not None:
@@ -286,8 +454,8 @@ class InferenceSession:
         else:
             res = self._engine.run(input_feed, output_names=names)
         if names is None:
-            return list(res.values())
-        return [res[n] for n in names]
+            return [_session_owned(r) for r in res.values()]
+        return [_session_owned(res[n]) for n in names]
 
     @staticmethod
     def _terminator(run_options: Any) -> Callable[..., None]:
@@ -368,5 +536,55 @@ class InferenceSession:
         return path
 
     def get_profiling_start_time_ns(self) -> int:
-        return self._profiler.start_ns if self._profiler is not None else 0
+        """When profiling started, in nanoseconds since the epoch (0 when not profiling)."""
+        return self._profiling_start_ns if self._profiler is not None else 0
+
+    # -- memory and provider assignment ------------------------------------------------
+
+    def get_input_memory_infos(self) -> list[OrtMemoryInfo]:
+        """Where each input is read from: CPU memory (numpy arrays), one per input."""
+        return [cpu_memory_info() for _ in self._inputs]
+
+    def get_output_memory_infos(self) -> list[OrtMemoryInfo]:
+        """Where each output is written: CPU memory (numpy arrays), one per output."""
+        return [cpu_memory_info() for _ in self._outputs]
+
+    def get_input_epdevices(self) -> list[None]:
+        """The execution-provider device of each input: ``None`` for each (onnxruntime too
+        gives ``None`` where no plug-in provider device was selected; onnxrt has none)."""
+        return [None for _ in self._inputs]
+
+    def get_provider_graph_assignment_info(self) -> list[OrtEpAssignedSubgraph]:
+        """The nodes each provider runs: one subgraph per node the session runs (after
+        onnxrt's optimisations), all on ``CPUExecutionProvider``. Needs the session entry
+        ``session.record_ep_graph_assignment_info`` = ``"1"``, as in onnxruntime (else
+        :class:`~onnxrt.SessionStateError`, a ``RuntimeError``)."""
+        if self._options._config.get(_RECORD_ASSIGNMENT) != "1":
+            raise SessionStateError(
+                f"Session configuration entry '{_RECORD_ASSIGNMENT}' must be set to \"1\" to retrieve EP graph "
+                f"assignment information (add_session_config_entry('{_RECORD_ASSIGNMENT}', '1') before creating the session)."
+            )
+        return [
+            OrtEpAssignedSubgraph(
+                "CPUExecutionProvider",
+                (OrtEpAssignedNode(st.name, st.op_type, st.node.proto.domain),),
+            )
+            for st in self._engine.plan.steps
+        ]
+
+    def uses_shared_allocator(self) -> bool:
+        """Whether the session takes the CPU allocator registered by
+        :func:`onnxrt.create_and_register_allocator` (the entry ``session.use_env_allocators``
+        is ``"1"`` and one is registered). numpy allocates the arrays either way."""
+        return self._options._config.get("session.use_env_allocators") == "1" and any(
+            k[0] == "CPUExecutionProvider" for k in SHARED_ALLOCATORS
+        )
+
+
+def _session_owned(value: Any) -> Any:
+    """A result array as a view over the engine's buffer (no copy), so that ``base`` names
+    the buffer the session allocated, as onnxruntime's results do."""
+    if type(value) is np.ndarray and value.base is None:
+        return value.view()
+    return value
 

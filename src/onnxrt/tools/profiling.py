@@ -101,8 +101,8 @@ class Profiler:
         path = os.path.join(folder or os.getcwd(), f"{self.prefix}_{stamp}_{os.getpid()}_{id(self) % 10000}.json")
         with self._lock:
             events = list(self.events)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(events, f)
+        with open(path, "w", encoding="utf-8") as f:  # one event a line, as onnxruntime writes them
+            f.write("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
         return path
 
 
