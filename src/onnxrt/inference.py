@@ -512,15 +512,23 @@ class OnnxInference:
 
     # --- inspection (mlprodict's toolkit): the work is in onnxrt.tools ---------------
 
-    def to_dot(self, rankdir: str = "TB", show_shapes: bool = True) -> str:
+    def to_dot(
+        self, rankdir: str = "TB", show_shapes: bool = True, recursive: bool = True, add_functions: bool = True, **params: Any
+    ) -> str:
         """Graphviz DOT text of the model: inputs, initializers, operators (in run order,
         with their first attributes) and outputs as distinct boxes, edges labelled with the
         value's name, element type and shape when known (:meth:`infer_shapes`), If/Loop/Scan
-        bodies as clusters. mlprodict's ``to_dot`` took drawing options (``recursive``,
-        ``add_rt_shapes``...); onnxrt always draws subgraphs and the inferred shapes."""
+        bodies as clusters (``recursive=False``: not drawn), model-local functions as clusters
+        beside the graph (``add_functions=False``: not drawn); ``params`` are Graphviz graph
+        attributes (``size="7"``...), as mlprodict's. mlprodict drew bodies only when
+        ``recursive`` and shapes only with ``add_rt_shapes``; onnxrt draws both by default
+        (``show_shapes=False`` leaves only the names on the edges)."""
         from .tools.dot import to_dot
 
-        return to_dot(self.model, self.infer_shapes(), rankdir=rankdir, show_shapes=show_shapes)
+        return to_dot(
+            self.model, self.infer_shapes(), rankdir=rankdir, show_shapes=show_shapes,
+            recursive=recursive, add_functions=add_functions, **params,
+        )
 
     def to_svg(self, rankdir: str = "TB") -> str:
         """:meth:`to_dot` rendered as an SVG document by the ``graphviz`` package (extra

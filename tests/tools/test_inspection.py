@@ -193,6 +193,11 @@ def test_to_dot_subgraphs_are_clusters():
     # the branch's own initializer, its output going back to the If node
     assert '"node0_else_branch_init0" [shape=note' in dot
     assert '"node0_then_branch_output0" -> "node0" [style=dotted, arrowhead=empty];' in dot
+    flat = onnxrt.OnnxInference(_if_model()).to_dot(recursive=False, size="7", ranksep="0.25")
+    assert "subgraph" not in flat and flat.count(" -> ") == 2  # c into the If, the If to Y
+    assert 'graph [rankdir=TB, fontsize=10, fontname="Helvetica", size="7", ranksep="0.25"];' in flat
+    with pytest.raises(GraphError, match="not a Graphviz attribute"):
+        onnxrt.OnnxInference(_if_model()).to_dot(**{"bad key": 1})
     loop = onnxrt.OnnxInference(_loop_model()).to_dot()
     assert 'label="Loop \'power\': body";' in loop
     assert '"node0_body_input2" -> "node0_body_node1" [label="acc_in\\nfloat32 [2]"];' in loop
@@ -207,6 +212,7 @@ def test_to_dot_and_to_text_show_model_local_functions():
     dot = to_dot(model)
     assert '"node0" [shape=box, style="rounded,filled", fillcolor="#ffe5b4", label="my.fn.Scale2\\ncall"];' in dot
     assert '"node1" -> "node2" [label="M"];' in dot  # a value of unknown type: its name alone
+    assert "cluster_function0" not in to_dot(model, add_functions=False)
     k = dot.index('subgraph "cluster_function0" {')
     cluster = dot[k:]
     assert 'label="function my.fn.Scale2";' in cluster

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import onnx
+import re
+from typing import Any
+
 from onnx import AttributeProto
 
 from ..errors import GraphError, MissingDependencyError
@@ -45,9 +48,10 @@ def _local_infos(graph: onnx.GraphProto) -> dict[str, ValueInfo]:
 
 
 class _Dot:
-    def __init__(self, show_shapes: bool):
+    def __init__(self, show_shapes: bool, recursive: bool = True):
         self.lines: list[str] = []
         self.show_shapes = show_shapes
+        self.recursive = recursive
         self.clusters = 0
 
     def edge(self, src: str, dst: str, name: str, info: ValueInfo | None, indent: str, style: str = "") -> None:
@@ -109,7 +113,7 @@ class _Dot:
                 elif name in outer:  # a value of an enclosing graph
                     self.edge(outer[name], ident, name, infos.get(name), indent, style="dashed")
             visible = {**outer, **scope}
-            for att in node.attribute:
+            for att in node.attribute if self.recursive else ():
                 subs = [att.g] if att.type == AttributeProto.GRAPH else list(att.graphs) if att.type == AttributeProto.GRAPHS else []
                 for k, sub in enumerate(subs):
                     self.clusters += 1
@@ -149,6 +153,9 @@ def to_dot(
     infos: dict[str, ValueInfo] | None = None,
     rankdir: str = "TB",
     show_shapes: bool = True,
+    recursive: bool = True,
+    add_functions: bool = True,
+    **params: Any,
 ) -> str:
     """The DOT text of the model: graph inputs (blue), initializers (grey notes), operators
     in run order (orange, with up to four attributes), graph outputs (green); edges carry the
@@ -156,20 +163,28 @@ def to_dot(
     :func:`onnxrt.tools.shapes.infer_shapes`). If, Loop and Scan bodies (any graph
     attribute) are clusters inside their node's graph: values read from an enclosing
     graph come in as dashed edges, the body's outputs go back to the node as dotted ones.
-    Model-local functions are drawn as clusters of their own, beside the graph."""
+    Model-local functions are drawn as clusters of their own, beside the graph.
+
+    As in mlprodict, ``recursive=False`` leaves the bodies out, ``add_functions=False``
+    the functions, and ``params`` are Graphviz graph attributes (``size="7"``,
+    ``ranksep="0.25"``, ``orientation="portrait"``...)."""
     if rankdir not in ("TB", "LR", "BT", "RL"):
         raise GraphError(f"rankdir must be one of TB, LR, BT, RL, got {rankdir!r}.")
+    for key in params:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise GraphError(f"{key!r} is not a Graphviz attribute name.")
     if infos is None:
         infos = infer_shapes(model)
     inferred = onnx_inferred(model)  # its subgraphs hold the types onnx inferred inside bodies
     graph = inferred.graph if len(inferred.graph.node) == len(model.graph.node) else model.graph
-    dot = _Dot(show_shapes)
+    dot = _Dot(show_shapes, recursive)
     dot.lines.append(f"digraph {_q(model.graph.name or 'model')} {{")
-    dot.lines.append(f"  graph [rankdir={rankdir}, fontsize=10, fontname=\"Helvetica\"];")
+    extra = "".join(f", {k}={_q(str(v))}" for k, v in params.items() if v is not None)
+    dot.lines.append(f"  graph [rankdir={rankdir}, fontsize=10, fontname=\"Helvetica\"{extra}];")
     dot.lines.append('  node [fontsize=10, fontname="Helvetica"];')
     dot.lines.append('  edge [fontsize=8, fontname="Helvetica"];')
     dot.graph(graph, dict(infos), "", {}, "  ")
-    for k, fn in enumerate(model.functions):  # model-local functions: one cluster each, beside the graph
+    for k, fn in enumerate(model.functions if add_functions else ()):  # one cluster each, beside the graph
         body = onnx.helper.make_graph(
             list(fn.node), fn.name, [onnx.helper.make_empty_tensor_value_info(n) for n in fn.input],
             [onnx.helper.make_empty_tensor_value_info(n) for n in fn.output],
