@@ -530,13 +530,14 @@ class OnnxInference:
             recursive=recursive, add_functions=add_functions, **params,
         )
 
-    def to_svg(self, rankdir: str = "TB") -> str:
-        """:meth:`to_dot` rendered as an SVG document by the ``graphviz`` package (extra
-        ``onnxrt[graph]``) and Graphviz's ``dot`` program; a MissingDependencyError names
-        whichever is missing. mlprodict had no such method (its notebooks drew the DOT)."""
+    def to_svg(self, rankdir: str = "TB", **kwargs: Any) -> str:
+        """:meth:`to_dot` (same options) rendered as an SVG document by the ``graphviz``
+        package (extra ``onnxrt[graph]``) and Graphviz's ``dot`` program; a
+        MissingDependencyError names whichever is missing. mlprodict had no such method
+        (its notebooks drew the DOT)."""
         from .tools.dot import to_svg
 
-        return to_svg(self.to_dot(rankdir=rankdir))
+        return to_svg(self.to_dot(rankdir=rankdir, **kwargs))
 
     def to_text(self) -> str:
         """A readable listing: inputs, initializers (dtype, shape, small values), nodes in

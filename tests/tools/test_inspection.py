@@ -239,6 +239,8 @@ def test_to_svg_renders():
     svg = onnxrt.OnnxInference(_if_model()).to_svg()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and svg.rstrip().endswith("</svg>")
     assert "then_add" in svg and "float32 [2, 3]" in svg
+    flat = onnxrt.OnnxInference(_if_model()).to_svg(rankdir="LR", recursive=False)
+    assert "<svg" in flat and "then_add" not in flat
 
 
 def test_to_svg_names_the_missing_package(monkeypatch):
