@@ -15,6 +15,7 @@ if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from .errors import (  # noqa: E402
+    AdapterFormatError,
     AllocationError,
     ConfigEntryError,
     GraphError,
@@ -38,6 +39,7 @@ from .errors import (  # noqa: E402
     UnknownOptionError,
     UnsupportedOperatorError,
 )
+from .adapters import AdapterFormat, LoraAdapter  # noqa: E402
 from .compat import ModelWarning  # noqa: E402
 from .inference import OnnxInference
 from .registry import register, register_function
@@ -75,6 +77,8 @@ from .session import InferenceSession, ModelMetadata, NodeArg, OrtEpAssignedNode
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdapterFormat",
+    "AdapterFormatError",
     "AllocationError",
     "ConfigEntryError",
     "ExecutionMode",
@@ -90,6 +94,7 @@ __all__ = [
     "InvalidOptionError",
     "InvalidTypeError",
     "KernelError",
+    "LoraAdapter",
     "LoggerError",
     "ModelConfigError",
     "ModelLoadError",

@@ -26,6 +26,11 @@ class ModelConfigError(ModelLoadError, RuntimeError):
     ``RuntimeError``, as in onnxruntime)."""
 
 
+class AdapterFormatError(ModelLoadError, RuntimeError):
+    """A LoRA adapter file that cannot be read: missing, truncated, not an onnxruntime adapter
+    file (a ``RuntimeError``, as in onnxruntime)."""
+
+
 class SecurityError(ModelLoadError):
     """The model asks for something onnxrt refuses to do (external data outside its folder)."""
 

@@ -309,6 +309,22 @@ class RunOptions(_Options):
         "terminate": (_bool, False),
     }
 
+    def __init__(self) -> None:
+        super().__init__()
+        object.__setattr__(self, "_adapters", [])
+
+    def add_active_adapter(self, adapter: Any) -> None:
+        """Make a loaded :class:`~onnxrt.LoraAdapter` active in the runs using these options:
+        its parameters are fed as the model's inputs of the same names (a feed given to
+        ``run`` for a name wins; adapters added later win over earlier ones)."""
+        from .adapters import LoraAdapter
+
+        if not isinstance(adapter, LoraAdapter):
+            raise InvalidOptionError(f"RunOptions.add_active_adapter expects an onnxrt.LoraAdapter, got {type(adapter).__name__}.")
+        if not adapter._loaded:
+            raise InvalidOptionError("RunOptions.add_active_adapter: the adapter holds no parameters; call its Load(path) first.")
+        self._adapters.append(adapter)
+
     def add_run_config_entry(self, key: str, value: str) -> None:
         """Set a run configuration entry (kept, readable with :meth:`get_run_config_entry`)."""
         self._add_entry("add_run_config_entry", key, value)

@@ -380,6 +380,13 @@ class InferenceSession:
         sequences). ``run_options.terminate`` is checked before the run and after each node."""
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
+        if isinstance(output_names, str):
+            raise InvalidArgumentError(f"output_names must be a list of names or None, got the str {output_names!r}.")
+        if run_options is not None and getattr(run_options, "_adapters", None):
+            params: dict[str, Any] = {}
+            for adapter in run_options._adapters:
+                params.update(adapter._params)
+            input_feed = {**params, **input_feed}
         if self._convert_always:
             input_feed = self._feeds(input_feed)
         else:

@@ -907,3 +907,112 @@ def test_tree_ensemble_logistic_binary(args, p1):
     np.testing.assert_allclose(ours[1][0][1], p1, atol=1e-5)
     np.testing.assert_allclose(ours[1], ref[1], atol=1e-6)
     np.testing.assert_array_equal(ours[0], ref[0])
+
+
+# ------------------------------------------------------------------------------------------
+# LoRA adapters
+# ------------------------------------------------------------------------------------------
+
+
+def test_adapter_export_read_round_trip_and_onnxruntime_files(tmp_path):
+    p1 = np.arange(1, 11, dtype=np.float32).reshape(5, 2)
+    p2 = np.arange(1, 11, dtype=np.int64).reshape(2, 5)
+    params = {
+        "param_1": onnxrt.OrtValue.ortvalue_from_numpy_with_onnx_type(p1, 1),
+        "param_2": onnxrt.OrtValue.ortvalue_from_numpy_with_onnx_type(p2, 7),
+    }
+    fmt = onnxrt.AdapterFormat()
+    fmt.set_adapter_version(1)
+    fmt.set_model_version(1)
+    fmt.set_parameters(params)
+    ours_path = str(tmp_path / "ours.onnx_adapter")
+    fmt.export_adapter(ours_path)
+    # onnxruntime writes the same kind of file from the same parameters
+    ref = ort.AdapterFormat()
+    ref.set_adapter_version(1)
+    ref.set_model_version(1)
+    ref.set_parameters({k: ort.OrtValue.ortvalue_from_numpy(v.numpy()) for k, v in params.items()})
+    ref_path = str(tmp_path / "ref.onnx_adapter")
+    ref.export_adapter(ref_path)
+    for path in (ours_path, ref_path):
+        for reader in (onnxrt.AdapterFormat.read_adapter, ort.AdapterFormat.read_adapter):
+            back = reader(path)
+            assert (back.get_adapter_version(), back.get_model_version()) == (1, 1)
+            got = back.get_parameters()
+            assert sorted(got) == ["param_1", "param_2"]
+            for key, value in got.items():
+                assert value.is_tensor() and value.element_type() == params[key].element_type()
+                assert value.shape() == params[key].shape()
+                np.testing.assert_array_equal(value.numpy(), params[key].numpy())
+    back = onnxrt.AdapterFormat.read_adapter(ours_path)
+    assert back.get_format_version() == 1
+    assert not back.get_parameters()["param_1"].numpy().flags.writeable  # a view over the mapped file
+    with pytest.raises(onnxrt.AdapterFormatError, match="cannot read the adapter file"):
+        onnxrt.AdapterFormat.read_adapter(str(tmp_path / "missing.onnx_adapter"))
+    (tmp_path / "bad.onnx_adapter").write_bytes(b"\x08\0\0\0NOPE" + b"\0" * 16)
+    with pytest.raises(onnxrt.AdapterFormatError, match="TORT"):
+        onnxrt.AdapterFormat.read_adapter(str(tmp_path / "bad.onnx_adapter"))
+    with pytest.raises(onnxrt.InvalidArgumentError, match="scalar"):
+        fmt.set_parameters({"s": np.array(1.0, np.float32)})
+
+
+def _lora_model():
+    """y = x @ W + (x @ lora_A) @ lora_B, the two LoRA parameters graph inputs defaulting to
+    initializers (zeros: the base model)."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-3, 4, (4, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["input_x", "W"], ["base"]),
+            helper.make_node("MatMul", ["input_x", "lora_A"], ["down"]),
+            helper.make_node("MatMul", ["down", "lora_B"], ["up"]),
+            helper.make_node("Add", ["base", "up"], ["output"]),
+        ],
+        "lora",
+        [_vi("input_x", F, [None, 4]), _vi("lora_A", F, [4, 2]), _vi("lora_B", F, [2, 4])],
+        [_vi("output", F, [None, 4])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.zeros((4, 2), np.float32), "lora_A"),
+         numpy_helper.from_array(np.zeros((2, 4), np.float32), "lora_B")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(), w
+
+
+def test_run_with_an_active_lora_adapter(tmp_path):
+    data, w = _lora_model()
+    a = np.arange(8, dtype=np.float32).reshape(4, 2)
+    b = np.ones((2, 4), np.float32)
+    fmt = onnxrt.AdapterFormat()
+    fmt.set_parameters({"lora_A": a, "lora_B": b})
+    path = str(tmp_path / "two_params.onnx_adapter")
+    fmt.export_adapter(path)
+    x = np.ones((4, 4), np.float32)
+    sess = onnxrt.InferenceSession(data)
+    ref = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    base = sess.run(None, {"input_x": x}, onnxrt.RunOptions())[0]
+    np.testing.assert_array_equal(base, x @ w)
+    np.testing.assert_array_equal(base, ref.run(None, {"input_x": x}, ort.RunOptions())[0])
+    adapter = onnxrt.LoraAdapter()
+    adapter.Load(path)
+    ro = onnxrt.RunOptions()
+    ro.add_active_adapter(adapter)
+    got = sess.run(None, {"input_x": x}, ro)[0]
+    np.testing.assert_array_equal(got, x @ w + x @ a @ b)
+    ref_adapter = ort.LoraAdapter()
+    ref_adapter.Load(path)
+    ref_ro = ort.RunOptions()
+    ref_ro.add_active_adapter(ref_adapter)
+    np.testing.assert_array_equal(got, ref.run(None, {"input_x": x}, ref_ro)[0])
+    # the base model again without the adapter; a feed of the same name wins over the adapter
+    np.testing.assert_array_equal(sess.run(None, {"input_x": x})[0], x @ w)
+    zeros = np.zeros((2, 4), np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"input_x": x, "lora_B": zeros}, ro)[0], x @ w)
+    with pytest.raises(onnxrt.InvalidOptionError, match="Load"):
+        ro.add_active_adapter(onnxrt.LoraAdapter())
+    with pytest.raises(onnxrt.InvalidOptionError):
+        ro.add_active_adapter(path)
+
+
+def test_run_refuses_a_bare_string_of_output_names():
+    with pytest.raises(onnxrt.InvalidArgumentError, match="output_names") as info:
+        _session(mul_1()).run("Y", {"X": X})
+    assert isinstance(info.value, TypeError)
