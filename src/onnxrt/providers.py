@@ -239,9 +239,8 @@ def log(severity: int, logid: str, location: str, message: str) -> None:
         try:
             callback(severity, "onnxrt", logid, location, message)
             return
-        except BaseException as e:  # noqa: BLE001  (a failing callback must not stop a run)
-            hook = sys.unraisablehook
-            hook(_Unraisable(e, callback))
+        except Exception as e:  # noqa: BLE001  (a failing callback must not stop a run)
+            _report_unraisable(e, callback)
         finally:
             local.busy = False
     import logging
@@ -250,6 +249,20 @@ def log(severity: int, logid: str, location: str, message: str) -> None:
         (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)[severity],
         "[%s:onnxrt:%s, %s] %s", SEVERITY_NAMES[severity][0], logid or "Default", location, message,
     )
+
+
+def _report_unraisable(exc: BaseException, callback: Any) -> None:
+    """Report a callback's exception as Python reports exceptions it cannot raise: through
+    ``sys.unraisablehook`` when one is installed, else on stderr as the default hook does (its
+    argument type cannot be built from Python)."""
+    hook = sys.unraisablehook
+    if hook is not sys.__unraisablehook__:
+        hook(_Unraisable(exc, callback))
+        return
+    import traceback
+
+    print(f"Exception ignored in the onnxrt logger callback {callback!r}:", file=sys.stderr)
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
 class _Unraisable:

@@ -218,6 +218,22 @@ def test_logger_callback_that_raises_does_not_stop_the_session(restore_logger):
     assert seen and all(isinstance(e, ValueError) for e in seen)
 
 
+def test_logger_callback_that_raises_under_the_default_unraisable_hook(restore_logger, monkeypatch, capsys):
+    """Python's own hook takes only its internal argument type: onnxrt prints the report itself."""
+    import sys
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+
+    def raising(*_):
+        raise ValueError("intentional error from callback")
+
+    onnxrt.set_default_logger_callback(raising, severity=0)
+    np.testing.assert_array_equal(_session(mul_1()).run(None, {"X": X})[0], SQUARES)
+    err = capsys.readouterr().err
+    assert "Exception ignored in the onnxrt logger callback" in err
+    assert "ValueError: intentional error from callback" in err
+
+
 def test_logger_default_sink_is_python_logging(restore_logger, caplog):
     onnxrt.set_default_logger_severity(0)
     with caplog.at_level("DEBUG", logger="onnxrt"):
