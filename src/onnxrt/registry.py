@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -15,6 +16,8 @@ T = TypeVar("T", bound=type)
 #: (domain, op_type) -> {since_version: class}
 _REGISTRY: dict[tuple[str, str], dict[int, type]] = {}
 _LOADED = False
+_LOADING = False
+_LOAD_LOCK = threading.RLock()
 
 
 def normalize_domain(domain: str | None) -> str:
@@ -96,10 +99,23 @@ def register_function(
 
 
 def _ensure_loaded() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from . import ops_cpu, ops_ml  # noqa: F401  (importing registers every kernel)
+    """Import every kernel module once, at the first lookup (``import onnxrt`` does not: the
+    modules cost 50-70 ms). Other threads wait until the table is whole; a lookup made while
+    the modules import, in the importing thread, sees the table as it is."""
+    global _LOADED, _LOADING
+    if _LOADED:
+        return
+    with _LOAD_LOCK:
+        if _LOADED or _LOADING:
+            return
+        _LOADING = True
+        try:
+            from . import ops_cpu, ops_ml  # noqa: F401  (ops_ml's package imports its modules)
+
+            ops_cpu.load_all()
+            _LOADED = True
+        finally:
+            _LOADING = False
 
 
 def registered() -> dict[tuple[str, str], dict[int, type]]:

@@ -1,7 +1,8 @@
 """Kernels of the ai.onnx domain: OpRun, family tables and one ``op_<name>`` module per real kernel.
 
-Importing this package imports every submodule; each registers its kernels with
-:func:`onnxrt.registry.register`. Every registered operator is also importable by
+:func:`load_all` imports every submodule (the registry calls it at its first lookup, not
+``import onnxrt``); each registers its kernels with :func:`onnxrt.registry.register`.
+Every registered operator is also importable by
 mlprodict's module path, ``onnxrt.ops_cpu.op_<snake_name>``: the paths no file backs are
 generated from the registry on import (``onnxrt.ops_cpu._modules``).
 """
@@ -33,9 +34,12 @@ class OperatorModuleFinder:
         pass
 
 
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _info.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_info.name}")
+def load_all() -> None:
+    """Import every kernel module of the package (each registers its kernels)."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
 
 # last, after the path finders: a real op_<name>.py file always wins
 if not any(type(f).__qualname__ == "OperatorModuleFinder" and type(f).__module__ == __name__ for f in sys.meta_path):
