@@ -106,3 +106,59 @@ def test_register_function_replace_for_rerun_cells_and_registry_error_exported()
     from onnxrt.registry import RegistryError
 
     assert RegistryError is onnxrt.RegistryError
+
+
+def test_kernel_modules_import_at_the_first_lookup_and_concurrent_first_lookups_see_the_whole_table():
+    """import onnxrt imports no kernel module (they cost 50-70 ms); eight threads building
+    their first sessions at once all find their kernels (none sees a half-filled table)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys, threading
+        import numpy as np
+        from onnx import TensorProto, helper
+        import onnxrt
+        before = sorted(m for m in sys.modules if m.startswith(("onnxrt.ops_cpu.op_", "onnxrt.ops_ml.op_")))
+        ops = ["Where", "Celu", "TopK", "Einsum", "ReduceL2", "Trilu", "Mish", "Hardmax"]
+        results, barrier = {}, threading.Barrier(len(ops))
+
+        def build(op):
+            vi = helper.make_tensor_value_info
+            if op == "Where":
+                node = helper.make_node(op, ["c", "x", "x"], ["y"])
+                ins = [vi("c", TensorProto.BOOL, [3]), vi("x", TensorProto.FLOAT, [3])]
+            elif op == "TopK":
+                node = helper.make_node(op, ["x", "k"], ["y", "i"])
+                ins = [vi("x", TensorProto.FLOAT, [3]), vi("k", TensorProto.INT64, [1])]
+            elif op == "Einsum":
+                node = helper.make_node(op, ["x"], ["y"], equation="i->i")
+                ins = [vi("x", TensorProto.FLOAT, [3])]
+            elif op == "Trilu":
+                node = helper.make_node(op, ["x"], ["y"])
+                ins = [vi("x", TensorProto.FLOAT, [3, 3])]
+            else:
+                node = helper.make_node(op, ["x"], ["y"])
+                ins = [vi("x", TensorProto.FLOAT, [3])]
+            outs = [vi(o, 0, None) for o in node.output]
+            model = helper.make_model(helper.make_graph([node], "g", ins, outs), opset_imports=[helper.make_opsetid("", 18)])
+            barrier.wait()
+            try:
+                onnxrt.InferenceSession(model.SerializeToString())
+                results[op] = "ok"
+            except Exception as e:
+                results[op] = f"{type(e).__name__}: {e}"
+
+        threads = [threading.Thread(target=build, args=(op,)) for op in ops]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        after = [m for m in sys.modules if m.startswith("onnxrt.ops_cpu.op_")]
+        print(before, sorted(results.items()), len(after) > 50)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ops = ["Celu", "Einsum", "Hardmax", "Mish", "ReduceL2", "TopK", "Trilu", "Where"]
+    assert out.stdout.strip() == f"[] {[(op, 'ok') for op in ops]} True"
