@@ -40,6 +40,15 @@ def _parse_inputs(pairs: list[str]) -> dict[str, Any]:
     return feeds
 
 
+def _write_text(path: str, text: str) -> None:
+    """Write a text file the command produces; an OSError becomes the command's one-line error."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {path!r}: {e.strerror or e}") from None
+
+
 def _preview(value: Any) -> str:
     if isinstance(value, np.ndarray):
         with np.printoptions(threshold=8, edgeitems=3, precision=4, linewidth=100):
@@ -213,11 +222,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(f"  {name:<40} {op:<20} {t / 1e3:>10.3f} ms")
     chart = args.chart or os.path.splitext(trace)[0] + ".svg"
     svg = svg_bar_chart([(op, t / 1e3 / args.runs) for op, t, _ in ops[:25]], f"time per run by operator: {os.path.basename(path)}")
-    try:
-        with open(chart, "w", encoding="utf-8") as f:
-            f.write(svg)
-    except OSError as e:
-        raise CliError(f"cannot write {chart!r}: {e.strerror or e}") from None
+    _write_text(chart, svg)
     print(f"chart: {chart}")
     return 0
 
@@ -256,11 +261,7 @@ def cmd_draw(args: argparse.Namespace) -> int:
     if not out:
         sys.stdout.write(text)
         return 0
-    try:
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise CliError(f"cannot write {out!r}: {e.strerror or e}") from None
+    _write_text(out, text)
     print(f"model: {path}; {'drawing' if ext == '.svg' else 'DOT text'} written to {out}")
     return 0
 

@@ -120,17 +120,23 @@ def _check_like(method: str, init: Any, value: np.ndarray) -> None:
         )
 
 
-def _replace_initializers(graph: Any, values: dict[str, np.ndarray]) -> None:
-    if not values:
-        return
+def _initializer_positions(graph: Any, values: dict[str, np.ndarray], method: str) -> list[tuple[int, str, np.ndarray]]:
+    """(position in graph.initializer, name, value) of each value; an unknown name is an error."""
     index = {init.name: i for i, init in enumerate(graph.initializer)}
+    found = []
     for name, value in values.items():
         i = index.get(name)
         if i is None:
             raise InvalidOptionError(
-                f"SessionOptions.add_initializer: {name!r} is not an initializer of the model; "
+                f"SessionOptions.{method}: {name!r} is not an initializer of the model; "
                 f"its initializers are {sorted(index)[:20]!r}."
             )
+        found.append((i, name, value))
+    return found
+
+
+def _replace_initializers(graph: Any, values: dict[str, np.ndarray]) -> None:
+    for i, name, value in _initializer_positions(graph, values, "add_initializer"):
         _check_like("add_initializer", graph.initializer[i], value)
         graph.initializer[i].CopyFrom(_tensor(name, value))
 
@@ -138,15 +144,7 @@ def _replace_initializers(graph: Any, values: dict[str, np.ndarray]) -> None:
 def _external_initializers(graph: Any, values: dict[str, np.ndarray]) -> None:
     from onnx import TensorProto
 
-    if not values:
-        return
-    index = {init.name: i for i, init in enumerate(graph.initializer)}
-    for name, value in values.items():
-        i = index.get(name)
-        if i is None:
-            raise InvalidOptionError(
-                f"SessionOptions.add_external_initializers: the model has no initializer {name!r}."
-            )
+    for i, name, value in _initializer_positions(graph, values, "add_external_initializers"):
         init = graph.initializer[i]
         if init.data_location != TensorProto.EXTERNAL:
             raise InvalidOptionError(

@@ -49,6 +49,14 @@ class _Experimental(OpRun):
         return float(value)
 
 
+class _RequiredAlphaBeta(_Experimental):
+    """An experimental operator whose ``alpha`` and ``beta`` have no default: onnxruntime requires both, so does onnxrt."""
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        self._alpha, self._beta = self._float("alpha"), self._float("beta")
+
+
 @register("Affine", versions=(1,))
 class Affine(_Experimental):
     """Affine (experimental, opsets 1-9): ``Y = alpha * X + beta`` (alpha 1, beta 0 by default)."""
@@ -72,13 +80,9 @@ class Scale(_Experimental):
 
 
 @register("ScaledTanh", versions=(1,))
-class ScaledTanh(_Experimental):
+class ScaledTanh(_RequiredAlphaBeta):
     """ScaledTanh (experimental, opsets 1-9): ``Y = alpha * tanh(beta * X)``. alpha and beta
     have no default in the schema; onnxruntime requires both, so does onnxrt."""
-
-    def __init__(self, onnx_node, desc=None, **options):
-        super().__init__(onnx_node, desc, **options)
-        self._alpha, self._beta = self._float("alpha"), self._float("beta")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         xc = _widened(x)
@@ -87,14 +91,10 @@ class ScaledTanh(_Experimental):
 
 
 @register("ParametricSoftplus", versions=(1,))
-class ParametricSoftplus(_Experimental):
+class ParametricSoftplus(_RequiredAlphaBeta):
     """ParametricSoftplus (experimental, opsets 1-9): ``Y = alpha * ln(exp(beta * X) + 1)``,
     computed as ``alpha * logaddexp(0, beta * X)`` (no overflow for large ``beta * X``).
     alpha and beta are required, as onnxruntime requires them."""
-
-    def __init__(self, onnx_node, desc=None, **options):
-        super().__init__(onnx_node, desc, **options)
-        self._alpha, self._beta = self._float("alpha"), self._float("beta")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         xc = _widened(x)
