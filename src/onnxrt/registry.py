@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
@@ -99,9 +100,10 @@ def register_function(
 
 
 def _ensure_loaded() -> None:
-    """Import every kernel module once, at the first lookup (``import onnxrt`` does not: the
-    modules cost 50-70 ms). Other threads wait until the table is whole; a lookup made while
-    the modules import, in the importing thread, sees the table as it is."""
+    """Import every kernel module once (``import onnxrt`` does not: the modules cost 50-70 ms;
+    a lookup imports only its operator's, :func:`_load_for`). Other threads wait until the
+    table is whole; a lookup made while the modules import, in the importing thread, sees
+    the table as it is."""
     global _LOADED, _LOADING
     if _LOADED:
         return
@@ -110,12 +112,48 @@ def _ensure_loaded() -> None:
             return
         _LOADING = True
         try:
-            from . import ops_cpu, ops_ml  # noqa: F401  (ops_ml's package imports its modules)
+            from . import ops_cpu, ops_ml
 
             ops_cpu.load_all()
+            ops_ml.load_all()
             _LOADED = True
         finally:
             _LOADING = False
+
+
+#: (domain, op_type) whose kernel modules are imported (see :func:`_load_for`)
+_READY: set[tuple[str, str]] = set()
+
+
+def _load_for(key: tuple[str, str]) -> None:
+    """Import the modules that register kernels for ``key`` (domain, op_type), as the
+    generated index ``onnxrt._kernel_index`` lists them: a model's session imports the kernel
+    modules of the operators it uses, not all of them. A key the index lacks (an operator
+    onnxrt has no kernel for, or a custom one registered at run time) imports them all.
+    ``import_module`` waits for a module another thread is importing, so a lookup never sees
+    a module's registrations half done."""
+    if _LOADED or key in _READY:
+        return
+    from ._kernel_index import MODULES
+
+    modules = MODULES.get(key)
+    if modules is None:
+        _ensure_loaded()
+        return
+    for name in modules:
+        importlib.import_module(name)
+    _READY.add(key)
+
+
+def kernel_modules() -> dict[tuple[str, str], tuple[str, ...]]:
+    """(domain, op_type) -> the onnxrt modules registering its kernels, from the whole table
+    (``scripts/gen_kernel_index.py`` writes it to ``onnxrt/_kernel_index.py``)."""
+    out = {}
+    for key, table in sorted(registered().items()):
+        modules = sorted({cls.__module__ for cls in table.values()})
+        if all(m.startswith(("onnxrt.ops_cpu.", "onnxrt.ops_ml.")) for m in modules):
+            out[key] = tuple(modules)
+    return out
 
 
 def registered() -> dict[tuple[str, str], dict[int, type]]:
@@ -132,8 +170,9 @@ def versions_of(op_type: str, domain: str = "") -> list[int]:
 
 def lookup(op_type: str, domain: str, opset: int) -> tuple[type[OpRun], int] | None:
     """The class and since_version for a model whose opset of ``domain`` is ``opset``."""
-    _ensure_loaded()
-    table = _REGISTRY.get((normalize_domain(domain), op_type))
+    key = (normalize_domain(domain), op_type)
+    _load_for(key)
+    table = _REGISTRY.get(key)
     if not table:
         return None
     best = max((v for v in table if v <= opset), default=None)

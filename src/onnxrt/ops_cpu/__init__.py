@@ -1,7 +1,8 @@
 """Kernels of the ai.onnx domain: OpRun, family tables and one ``op_<name>`` module per real kernel.
 
-:func:`load_all` imports every submodule (the registry calls it at its first lookup, not
-``import onnxrt``); each registers its kernels with :func:`onnxrt.registry.register`.
+:func:`load_all` imports every submodule (the registry imports those of the operators a
+model uses, or all of them when asked for the whole table; ``import onnxrt`` none); each
+registers its kernels with :func:`onnxrt.registry.register`.
 Every registered operator is also importable by
 mlprodict's module path, ``onnxrt.ops_cpu.op_<snake_name>``: the paths no file backs are
 generated from the registry on import (``onnxrt.ops_cpu._modules``).

@@ -5,6 +5,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _info.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_info.name}")
+
+
+def load_all() -> None:
+    """Import every kernel module of the package (each registers its kernels); the registry
+    calls it, or imports only the modules of the operators a model uses."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
