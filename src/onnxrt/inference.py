@@ -309,6 +309,8 @@ class OnnxInference:
         self._plain: Plan | None = None
         #: the next run is the session's first: numpy kernels only (see :meth:`_first`)
         self._first_run = _jit.ENABLED and not _jit.EAGER
+        #: warmup_runs: 2 while the first run leaves compiled kernels to the second
+        self._warmups = 2 if self._first_run and not _jit.compiled_loaded() else 1
         #: jobs the team of compiled workers took in the last run (onnxrt.parallel.RunScope)
         self.team_jobs = 0
         #: a model with a large constant holds BLAS at one thread for its runs (RunScope)
@@ -406,15 +408,20 @@ class OnnxInference:
     def warmup_runs(self) -> int:
         """How many runs carry one-time costs before the steady state: the first (kernels
         loaded, weights prepared) and, where compiled kernels start at the second run
-        (ONNXRT_JIT=auto, the default), the second too. Timings skip them (``onnxrt bench``,
-        ``onnxrt profile``)."""
-        return 2 if _jit.ENABLED and not _jit.EAGER else 1
+        (ONNXRT_JIT=auto, the default, in a process that has not loaded them yet), the
+        second too. Timings skip them (``onnxrt bench``, ``onnxrt profile``)."""
+        return self._warmups
 
     def _first(self, fn: Callable[..., Any], *args: Any) -> Any:
         """The session's first run, on the kernels' numpy paths: compiled kernels start with
-        the second (onnxrt.ops_cpu._jit.EAGER says why; ONNXRT_JIT=1 starts them at once).
-        A first run that fails leaves the next one first."""
+        the second (onnxrt.ops_cpu._jit.EAGER says why; ONNXRT_JIT=1 starts them at once),
+        unless the process has loaded them already (another session's runs paid for numba
+        and LLVM: this session's first run then takes the compiled paths too, as its later
+        runs will). A first run that fails leaves the next one first."""
         self._first_run = False
+        if _jit.compiled_loaded():
+            self._warmups = 1
+            return fn(*args)
         try:
             with no_jit_run():
                 return fn(*args)

@@ -68,6 +68,11 @@ def kernels(module: str = CORE) -> ModuleType | None:
     return _LOADED[module]
 
 
+def compiled_loaded() -> bool:
+    """Whether this process has loaded the compiled kernels (numba and LLVM) already."""
+    return _LOADED.get(CORE) is not None
+
+
 def active() -> bool:
     """Whether this thread's kernels may take compiled paths now (numba loaded or not yet):
     False with ONNXRT_JIT=0 and inside a session's first run (see :data:`EAGER`). Caches of
