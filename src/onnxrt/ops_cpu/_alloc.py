@@ -44,10 +44,13 @@ def check_alloc(shape: Iterable[int], dtype: Any, options: dict[str, Any] | None
     if any(d < 0 for d in dims):
         raise AllocationError(f"{what} shape {dims} has a negative dimension.")
     n = math.prod(dims)
-    nbytes = n * np.dtype(dtype).itemsize
+    dt = np.dtype(dtype)
+    # strings and objects: count a pointer per element (their payload is not known yet)
+    nbytes = n * (dt.itemsize or 1)
     limit = tensor_limit(options)
     if nbytes > limit:
+        source = "SessionOptions.max_tensor_bytes" if limit < PHYSICAL_LIMIT else "the machine's physical memory"
         raise AllocationError(
-            f"{what} of shape {dims} and dtype {np.dtype(dtype)} needs {nbytes} bytes, "
-            f"above the limit of {limit} bytes."
+            f"{what} of shape {dims} and dtype {dt} needs {nbytes} bytes, "
+            f"above the limit of {limit} bytes ({source})."
         )

@@ -9,8 +9,10 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, NodeProto, defs
 
-from ..dtypes import to_array
+from ..dtypes import sparse_to_dense, to_array
 from ..errors import InvalidAttributeError
+from ._alloc import check_alloc as _check_alloc
+from ._alloc import tensor_limit
 
 _NO_DEFAULT = object()
 
@@ -40,22 +42,28 @@ def _decode(s: bytes) -> str | bytes:
         return s
 
 
-def _sparse_to_dense(sp: onnx.SparseTensorProto) -> np.ndarray:
-    """Dense array of a SparseTensorProto (indices either flat [NNZ] or coordinates [NNZ, rank])."""
-    values = to_array(sp.values)
-    dims = tuple(sp.dims)
-    dense = np.zeros(dims, dtype=values.dtype)
-    if values.size:
-        idx = to_array(sp.indices).astype(np.int64)
-        if idx.ndim == 1:
-            dense.reshape(-1)[idx] = values
-        else:
-            dense[tuple(idx.T)] = values
-    return dense
+def _sparse_to_dense(sp: onnx.SparseTensorProto, what: str | None = None, limit: int | None = None) -> np.ndarray:
+    """Dense array of a SparseTensorProto (indices either flat [NNZ] or coordinates [NNZ, rank]),
+    checked by :func:`onnxrt.dtypes.sparse_to_dense` (indices in range and ascending, one value
+    each, dense size at most ``limit`` bytes) before it is allocated."""
+    return sparse_to_dense(sp, what, limit)
 
 
-def attribute_value(att: AttributeProto) -> Any:
-    """Python value of an attribute (int, float, str, list, numpy array, GraphProto...)."""
+def attribute_value(att: AttributeProto, owner: str = "", limit: int | None = None) -> Any:
+    """Python value of an attribute (int, float, str, list, numpy array, GraphProto...).
+
+    Tensors are checked as initializers are (``ModelLoadError`` naming ``owner``, the node,
+    and the attribute); a sparse tensor's dense size is refused above ``limit`` bytes.
+    """
+    what = f"{owner}: attribute {att.name!r}" if owner else f"Attribute {att.name!r}"
+    if att.type == AttributeProto.TENSOR:
+        return to_array(att.t, what, limit)
+    if att.type == AttributeProto.TENSORS:
+        return [to_array(t, f"{what} tensor {i}", limit) for i, t in enumerate(att.tensors)]
+    if att.type == AttributeProto.SPARSE_TENSOR:
+        return sparse_to_dense(att.sparse_tensor, what, limit)
+    if att.type == AttributeProto.SPARSE_TENSORS:
+        return [sparse_to_dense(t, f"{what} tensor {i}", limit) for i, t in enumerate(att.sparse_tensors)]
     reader = _READERS.get(att.type)
     if reader is None:
         raise InvalidAttributeError(f"Attribute {att.name!r} has an undefined type ({att.type}).")
@@ -126,6 +134,7 @@ class OpRun:
     def _parse_attributes(self, desc: dict[str, Any]) -> None:
         schema = self._schema
         given: dict[str, Any] = {}
+        label, limit = self._node_label(), tensor_limit(self.options)
         for att in self.onnx_node.attribute:
             if att.ref_attr_name:
                 raise InvalidAttributeError(
@@ -140,7 +149,7 @@ class OpRun:
                         f"{AttributeProto.AttributeType.Name(expected)}, got "
                         f"{AttributeProto.AttributeType.Name(att.type)}."
                     )
-            given[att.name] = attribute_value(att)
+            given[att.name] = attribute_value(att, label, limit)
         given.update(desc)
 
         if schema is not None:
@@ -188,6 +197,12 @@ class OpRun:
         if not isinstance(res, tuple):
             raise TypeError(f"{type(self).__name__}._run must return a tuple, got {type(res).__name__}.")
         return res
+
+    def check_alloc(self, shape: Any, dtype: Any, what: str = "output") -> None:
+        """Raise AllocationError before any work when a tensor of ``shape`` and ``dtype``
+        (an output or a large temporary whose size the model or the data decide) would
+        exceed the session's ``max_tensor_bytes`` or the machine's memory."""
+        _check_alloc(shape, dtype, self.options, f"{self.onnx_node.op_type or type(self).op_type} {what}")
 
     def _check_choice(self, name: str, choices: tuple[Any, ...]) -> None:
         """Raise InvalidAttributeError when attribute ``name`` is not one of ``choices``."""

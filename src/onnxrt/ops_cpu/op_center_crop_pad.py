@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import KernelError
@@ -15,7 +17,7 @@ def zero_of(dtype: np.dtype) -> object:
     return "" if dtype.kind in "OUS" else dtype.type(0)
 
 
-def center_crop_pad(data: np.ndarray, shape: np.ndarray, axes: list[int] | None = None) -> np.ndarray:
+def center_crop_pad(data: np.ndarray, shape: np.ndarray, axes: list[int] | None = None, check: Any = None) -> np.ndarray:
     """``data`` cropped or padded to ``shape`` on ``axes`` (default all), centred.
 
     A crop starts at floor((in - out) / 2), so an odd excess drops one more element at
@@ -45,6 +47,8 @@ def center_crop_pad(data: np.ndarray, shape: np.ndarray, axes: list[int] | None 
         else:
             start = (size - n) // 2
             dst[ax] = slice(start, start + n)
+    if check is not None:
+        check(out_shape, data.dtype)
     cropped = data[tuple(src)]
     if cropped.shape == tuple(out_shape):
         return cropped.copy()
@@ -58,4 +62,4 @@ class CenterCropPad(OpRun):
     """CenterCropPad 18 (axes attribute; the padding value is zero)."""
 
     def _run(self, input_data, shape, attributes=None, verbose=0, fLOG=None):
-        return (center_crop_pad(input_data, shape, self.axes),)
+        return (center_crop_pad(input_data, shape, self.axes, self.check_alloc),)

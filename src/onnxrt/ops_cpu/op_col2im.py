@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ def col2im(
     dilations: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
+    check: Any = None,
 ) -> np.ndarray:
     """Inverse of im2col: ``x (N, C*prod(block), L) -> (N, C, *image_shape)``.
 
@@ -54,6 +56,8 @@ def col2im(
     n_img, n_ch = x.shape[0], x.shape[1] // kp
     col = x.reshape((n_img, n_ch) + tuple(block) + tuple(blocks))
     full_shape = (n_img, n_ch) + tuple(i + b + e for i, b, e in zip(image, pb, pe))
+    if check is not None:
+        check(full_shape, x.dtype)
     if x.dtype == object:
         full = np.full(full_shape, "", dtype=object)
     else:
@@ -72,4 +76,4 @@ class Col2Im(OpRun):
     """Col2Im: 18. Kernel: :func:`col2im`."""
 
     def _run(self, x, image_shape, block_shape, attributes=None, verbose=0, fLOG=None):
-        return (col2im(x, image_shape, block_shape, dilations=self.dilations, pads=self.pads, strides=self.strides),)
+        return (col2im(x, image_shape, block_shape, dilations=self.dilations, pads=self.pads, strides=self.strides, check=self.check_alloc),)

@@ -1039,8 +1039,27 @@ class Conv(OpRun):
         self._kw = conv_attributes(self)
         self._kw["prepared"] = {}  # this node's prepared executors (see conv)
         self._threads = session_threads(options)
+        self._checked: tuple | None = None  # the shapes whose sizes passed check_alloc
+
+    def _check_sizes(self, x, w) -> None:
+        # the model's pads decide the padded input's and the output's sizes: checked once per shape
+        kw = self._kw
+        _, _, _, pb, out_shape = conv_geometry(
+            x, w, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"], kw["pads"], kw["auto_pad"]
+        )
+        self.check_alloc((x.shape[0], w.shape[0]) + tuple(out_shape), compute_dtype(x.dtype))
+        pads = kw["pads"]
+        if pads is not None and len(pads) == 2 * (x.ndim - 2):
+            nd = x.ndim - 2
+            self.check_alloc(
+                list(x.shape[:2]) + [n + int(pads[i]) + int(pads[i + nd]) for i, n in enumerate(x.shape[2:])],
+                x.dtype, "padded input",
+            )
+        self._checked = (x.shape, w.shape)
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
+        if self._checked is None or x.shape != self._checked[0] or w.shape != self._checked[1]:
+            self._check_sizes(x, w)
         if self._threads is None:
             return (conv_node(self._kw, x, w, b),)
         with limit_threads(self._threads):

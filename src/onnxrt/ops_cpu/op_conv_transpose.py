@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from math import prod
+from typing import Any
 
 import numpy as np
 
@@ -206,12 +207,15 @@ def conv_transpose(
     strides: Sequence[int] | None = None,
     activation: str | None = None,
     activation_params: Sequence[float] = (),
+    check: Any = None,
 ) -> np.ndarray:
     """ONNX ConvTranspose: X ``(N, C, *S)``, W ``(C, M/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
 
     Output shape and pads as in :func:`transpose_geometry`; strides, dilations, groups,
     output_padding, output_shape and every auto_pad. float16/bfloat16 compute in float32.
     ``activation`` fuses an activation as in :func:`onnxrt.ops_cpu.op_conv.conv`.
+    ``check(shape, dtype)`` sees the output's shape (``output_shape`` or pads may make it
+    huge) before any work.
     """
     x = np.asarray(x)
     w = np.asarray(w)
@@ -236,6 +240,8 @@ def conv_transpose(
     pb, out_shape = transpose_geometry(x.shape[2:], kernel, s, d, op, pads, auto_pad, output_shape)
     cdt = compute_dtype(x.dtype)
     m_out = w.shape[1] * group
+    if check is not None:
+        check((x.shape[0], m_out) + tuple(out_shape), cdt)
     if x.shape[0] == 0 or m_out == 0 or 0 in out_shape or 0 in x.shape[2:]:
         y = np.zeros((x.shape[0], m_out) + tuple(out_shape), cdt)
     else:
@@ -258,4 +264,4 @@ class ConvTranspose(OpRun):
         self._kw = conv_attributes(self, CONV_ATTRIBUTES + ("output_padding", "output_shape"))
 
     def _run(self, x, w, b=None, attributes=None, verbose=0, fLOG=None):
-        return (conv_transpose(x, w, b, **self._kw),)
+        return (conv_transpose(x, w, b, **self._kw, check=self.check_alloc),)

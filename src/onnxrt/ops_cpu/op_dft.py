@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import KernelError
@@ -25,6 +27,7 @@ def dft(
     axis: int = -2,
     inverse: int = 0,
     onesided: int = 0,
+    check: Any = None,
 ) -> np.ndarray:
     """DFT of ``x`` (``[..., 1]`` real or ``[..., 2]`` complex) along ``axis``.
 
@@ -32,7 +35,8 @@ def dft(
     by 1/n. ``onesided=1`` with ``inverse=0`` is the RFFT of a real signal (floor(n/2)+1 bins);
     with ``inverse=1`` it is the IRFFT of a one-sided spectrum, a real ``[..., 1]`` signal of
     length ``dft_length`` (default 2*(bins-1)). float16/bfloat16 compute in float32; the
-    output has the input's element type.
+    output has the input's element type. ``check(shape, dtype)`` sees the output's shape
+    before numpy pads the signal to ``dft_length``.
     """
     x = np.asarray(x)
     rank = x.ndim
@@ -45,6 +49,14 @@ def dft(
         raise KernelError(f"dft_length must be >= 1, got {dft_length}.")
     if dft_length is None and sig.shape[ax] == 0:
         raise KernelError(f"the signal axis {ax} is empty; a DFT needs at least one point.")
+    if check is not None:
+        # the signal padded to n (complex) is the largest array: as large as the output or larger
+        n = dft_length if dft_length is not None else sig.shape[ax]
+        if onesided and inverse and dft_length is None:
+            n = 2 * (n - 1)
+        planned = list(x.shape)
+        planned[ax], planned[-1] = max(n, 1), 2
+        check(planned, x.dtype)
     if onesided and not inverse:
         if is_complex:
             raise KernelError("onesided=1 with inverse=0 (RFFT) needs a real input ([..., 1]), got a complex one.")
@@ -67,7 +79,7 @@ class DFT_17(OpRun):
 
     def _run(self, x, dft_length=None, attributes=None, verbose=0, fLOG=None):
         n = None if dft_length is None else scalar_int(dft_length, "dft_length")
-        return (dft(x, n, self.axis, self.inverse, self.onesided),)
+        return (dft(x, n, self.axis, self.inverse, self.onesided, self.check_alloc),)
 
 
 @register("DFT", versions=(20,))
@@ -77,7 +89,7 @@ class DFT_20(OpRun):
     def _run(self, x, dft_length=None, axis=None, attributes=None, verbose=0, fLOG=None):
         n = None if dft_length is None else scalar_int(dft_length, "dft_length")
         ax = -2 if axis is None else scalar_int(axis, "axis")
-        return (dft(x, n, ax, self.inverse, self.onesided),)
+        return (dft(x, n, ax, self.inverse, self.onesided, self.check_alloc),)
 
 
 #: the newest version under the operator's name (mlprodict's ``op_dft.DFT``)

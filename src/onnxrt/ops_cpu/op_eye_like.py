@@ -12,12 +12,15 @@ from ..registry import register
 from ._op import OpRun
 
 
-def eye_like(x: np.ndarray, dtype: Any = None, k: int = 0) -> np.ndarray:
+def eye_like(x: np.ndarray, dtype: Any = None, k: int = 0, check: Any = None) -> np.ndarray:
     """Zeros of ``x``'s 2-D shape with ones where ``j - i == k``; of ``dtype`` (default: ``x``'s)."""
     x = np.asarray(x)
     if x.ndim != 2:
         raise KernelError(f"input must be 2-D, got shape {list(x.shape)}.")
-    return np.eye(x.shape[0], x.shape[1], k=k, dtype=x.dtype if dtype is None else dtype)
+    dtype = x.dtype if dtype is None else dtype
+    if check is not None:
+        check(x.shape, dtype)
+    return np.eye(x.shape[0], x.shape[1], k=k, dtype=dtype)
 
 
 @register("EyeLike", versions=(9, 22))
@@ -34,4 +37,4 @@ class EyeLike(OpRun):
                 raise InvalidAttributeError(f"{self._node_label()}: attribute 'dtype' {self.dtype} is not an element type.") from None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        return (eye_like(x, self._dtype, self.k),)
+        return (eye_like(x, self._dtype, self.k, self.check_alloc),)

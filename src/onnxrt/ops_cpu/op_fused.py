@@ -43,7 +43,9 @@ class _Fused(OpRun):
         del inner.attribute[:]
         inner.attribute.extend(a for a in onnx_node.attribute if a.name not in self.attribute_defaults)
         cls, since = lookup(self.base_op, "", int(self.atts_value["since_version"]))  # type: ignore[misc]
-        self._inner = cls(inner, None, since_version=since, opsets=options.get("opsets"))
+        # the session's options too: the base kernel checks its sizes against max_tensor_bytes
+        self._inner = cls(inner, None, since_version=since, opsets=options.get("opsets"),
+                          session_options=options.get("session_options"))
         self._act = self.atts_value["activation"]
         self._params = [float(p) for p in self.atts_value["activation_params"]]
 
@@ -88,6 +90,8 @@ class FusedConv(_Fused):
         from .op_conv import conv_node
 
         inner = self._inner
+        if inner._checked is None or x.shape != inner._checked[0] or w.shape != inner._checked[1]:
+            inner._check_sizes(x, w)
         if inner._threads is None:
             return (conv_node(inner._kw, x, w, b, z),)
         with limit_threads(inner._threads):

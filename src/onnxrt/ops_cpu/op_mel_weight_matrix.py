@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..errors import KernelError
@@ -25,6 +28,7 @@ def mel_weight_matrix(
     lower_edge_hertz: float,
     upper_edge_hertz: float,
     dtype: np.dtype = np.float32,
+    check: Callable[[list[int], Any], None] | None = None,
 ) -> np.ndarray:
     """``[dft_length // 2 + 1, num_mel_bins]`` matrix of triangular filters peaking at 1.
 
@@ -33,7 +37,8 @@ def mel_weight_matrix(
     (high - low) / (num_mel_bins + 2), as onnxruntime and the spec's test), mapped to the
     DFT bin ``floor((dft_length + 1) * f / sample_rate)``. Filter i rises linearly from
     edge i to 1 at edge i+1, then falls to 0 at edge i+2; a band whose rising edges
-    coincide is a single 1 at its centre. Computed in float64, cast to ``dtype``.
+    coincide is a single 1 at its centre. Computed in float64, cast to ``dtype``;
+    ``check(shape, dtype)`` sees that float64 matrix before any work.
     """
     if num_mel_bins < 1:
         raise KernelError(f"num_mel_bins must be >= 1, got {num_mel_bins}.")
@@ -46,6 +51,8 @@ def mel_weight_matrix(
             f"lower_edge_hertz and upper_edge_hertz must satisfy 0 <= lower < upper, got {lower_edge_hertz} and {upper_edge_hertz}."
         )
     n_bins = dft_length // 2 + 1
+    if check is not None:
+        check([n_bins, num_mel_bins], np.float64)
     low, high = _hz_to_mel(lower_edge_hertz), _hz_to_mel(upper_edge_hertz)
     step = (high - low) / (num_mel_bins + 2)
     hz = _mel_to_hz(np.arange(num_mel_bins + 2, dtype=np.float64) * step + low)
@@ -78,5 +85,6 @@ class MelWeightMatrix(OpRun):
                 scalar_float(lower_edge_hertz, "lower_edge_hertz"),
                 scalar_float(upper_edge_hertz, "upper_edge_hertz"),
                 self._dtype,
+                self.check_alloc,
             ),
         )

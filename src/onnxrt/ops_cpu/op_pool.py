@@ -642,9 +642,23 @@ class _PoolBase(OpRun):
         )
         self._threads = session_threads(options)
         self._prepared: dict = {}
+        self._checked: tuple[int, ...] | None = None  # the input shape whose sizes passed check_alloc
+
+    def _check_sizes(self, x) -> None:
+        # the model's pads decide the padded input's and the output's sizes: checked once per input shape
+        kw = self._kw
+        _, _, _, pb, pe, out_shape = _pool_geometry(
+            x.shape, self.kernel_shape, kw["strides"], kw["pads"], kw["dilations"], kw["auto_pad"], kw["ceil_mode"]
+        )
+        lead = list(x.shape[:2])
+        self.check_alloc(lead + [max(int(o), 0) for o in out_shape], np.float64 if x.dtype == np.float64 else np.float32)
+        self.check_alloc(lead + [n + b + e for n, b, e in zip(x.shape[2:], pb, pe)], x.dtype, "padded input")
+        self._checked = x.shape
 
     def run_pool(self, x, mode: str, **kw):
         """:func:`pool` under the session's intra-op thread cap, with the node's prepared executors."""
+        if x.shape != self._checked:
+            self._check_sizes(x)
         if self._threads is None:
             return pool(x, mode, self.kernel_shape, **self._kw, **kw, prepared=self._prepared)
         with limit_threads(self._threads):

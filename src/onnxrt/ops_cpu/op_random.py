@@ -185,6 +185,9 @@ def _make(spec: RandomSpec) -> type[OpRun]:
     else:
 
         def _run(self, attributes=None, verbose=0, fLOG=None):
+            # the shape attribute decides the size: float32 or float64 samples, then the output
+            dtype = self._dtype if self._dtype is not None else np.dtype(np.float32)
+            self.check_alloc(self.shape or (), np.float64 if dtype == np.float64 else np.float32)
             return (spec.fn(self, None),)
 
     cls = type(spec.name, (OpRun,), {"__init__": __init__, "_run": _run, "__doc__": spec.doc, "__module__": __name__})

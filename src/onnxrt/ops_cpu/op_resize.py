@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -489,6 +491,7 @@ def resize(
     antialias: int = 0,
     axes: list[int] | None = None,
     keep_aspect_ratio_policy: str = "stretch",
+    check: Callable[[list[int], Any], None] | None = None,
 ) -> np.ndarray:
     """Resize ``x`` on ``axes`` (default all) to ``sizes`` or by ``scales`` (exactly one of them).
 
@@ -500,6 +503,8 @@ def resize(
     (starts then ends, normalised) and writes ``extrapolation_value`` where ``x_original``
     leaves [0, length - 1]. Nearest works on every element type; linear and cubic compute
     float16/bfloat16 in float32 and integers in float64, truncated at the end like Cast.
+    ``check(shape, dtype)`` (the kernel's :meth:`OpRun.check_alloc`) sees the output shape
+    before any coordinate table is built.
     """
     x = np.asarray(x)
     rank = x.ndim
@@ -516,6 +521,13 @@ def resize(
     if (scales is None) == (sizes is None):
         raise KernelError("exactly one of 'scales' and 'sizes' must be given (non-empty).")
     out_lens, used_scales = output_size(x.shape, axes, scales, sizes, keep_aspect_ratio_policy)
+    if check is not None:
+        planned = list(x.shape)
+        for ax, n in zip(axes, out_lens):
+            planned[ax] = n
+        # linear and cubic hold the output in their compute type (float64 for integers)
+        work = x.dtype if mode == "nearest" else _compute_dtype(x.dtype, mode)
+        check(planned, work if np.dtype(work).itemsize > x.dtype.itemsize else x.dtype)
     starts = [0.0] * len(axes)
     ends = [1.0] * len(axes)
     if coordinate_transformation_mode == "tf_crop_and_resize":
@@ -620,14 +632,15 @@ class Resize(OpRun):
                 antialias=self._antialias,
                 axes=self._axes,
                 keep_aspect_ratio_policy=self._policy,
+                check=self.check_alloc,
             ),
         )
 
 
-def legacy_resize(x: np.ndarray, scales: np.ndarray, mode: str) -> np.ndarray:
+def legacy_resize(x: np.ndarray, scales: np.ndarray, mode: str, check: Callable[[list[int], Any], None] | None = None) -> np.ndarray:
     """Upsample and Resize-10: ``asymmetric`` coordinates, nearest truncating when upsampling
     and rounding up when downsampling (onnxruntime's choice; the spec says nothing), or linear."""
-    return resize(x, None, scales, None, mode=mode, coordinate_transformation_mode="asymmetric", nearest_mode=LEGACY_NEAREST)
+    return resize(x, None, scales, None, mode=mode, coordinate_transformation_mode="asymmetric", nearest_mode=LEGACY_NEAREST, check=check)
 
 
 @register("Resize", versions=(10,))
@@ -639,7 +652,7 @@ class Resize_10(OpRun):
         _check(self, "mode", self.mode, ("nearest", "linear"))
 
     def _run(self, x, scales, attributes=None, verbose=0, fLOG=None):
-        return (legacy_resize(x, scales, self.mode),)
+        return (legacy_resize(x, scales, self.mode, self.check_alloc),)
 
 
 @register("Upsample", versions=(1, 7, 9, 10))
@@ -675,4 +688,4 @@ class Upsample(OpRun):
             sc = np.asarray(scales, dtype=np.float64)
             if (sc < 1).any():
                 raise KernelError(f"every scale must be >= 1, got {sc.tolist()}.")
-        return (legacy_resize(x, sc, self._mode),)
+        return (legacy_resize(x, sc, self._mode, self.check_alloc),)

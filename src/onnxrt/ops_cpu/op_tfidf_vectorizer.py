@@ -183,6 +183,9 @@ class TfIdfVectorizer(OpRun):
             raise KernelError(f"The pool holds {kind}s but the input has dtype {x.dtype}.")
         if not self._strings:
             x = x.astype(np.int64, copy=False)
+        # the output's width is max(ngram_indexes) + 1: the model decides it
+        width = int(self._indexes.max()) + 1 if self._indexes.size else 0
+        self.check_alloc(([x.shape[0]] if x.ndim == 2 else []) + [width], np.float32)
         return (
             tfidf_vectorizer(
                 x, self._pool, self._indexes, self._weights, self.mode,
