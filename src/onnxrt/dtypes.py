@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ml_dtypes
 import numpy as np
-from onnx import TensorProto, TypeProto, helper
+from onnx import SparseTensorProto, TensorProto, TypeProto, helper
+
+from .errors import ModelLoadError
 
 # Every element type onnx knows, code -> numpy dtype. Strings are object arrays of str.
 ONNX_TO_NP: dict[int, np.dtype] = {}
@@ -139,17 +142,183 @@ def same_dtype(value_dtype: np.dtype, elem_type: int) -> bool:
     return expected is not None and value_dtype == expected
 
 
-def to_array(tensor: TensorProto) -> np.ndarray:
+# elements per stored byte (raw_data) or per int32_data entry of the packed sub-byte types
+_PACKED = {
+    code: per
+    for code, per in (
+        (getattr(TensorProto, "INT4", None), 2),
+        (getattr(TensorProto, "UINT4", None), 2),
+        (getattr(TensorProto, "FLOAT4E2M1", None), 2),
+        (getattr(TensorProto, "INT2", None), 4),
+        (getattr(TensorProto, "UINT2", None), 4),
+    )
+    if code is not None
+}
+# complex numbers take two entries of float_data / double_data each
+_PAIRED = {TensorProto.COMPLEX64, TensorProto.COMPLEX128}
+
+
+def _label(tensor: TensorProto, what: str | None) -> str:
+    return what or f"Tensor {tensor.name!r}"
+
+
+def tensor_count(tensor: TensorProto, what: str | None = None) -> int:
+    """Element count of a TensorProto's dims, checked: known element type, no negative dimension."""
+    label = _label(tensor, what)
+    if tensor.data_type not in ONNX_TO_NP:
+        raise ModelLoadError(
+            f"{label} has element type {tensor.data_type}, which is not an ONNX element type "
+            f"(expected one of the TensorProto.DataType codes {sorted(ONNX_TO_NP)})."
+        )
+    dims = [int(d) for d in tensor.dims]
+    if any(d < 0 for d in dims):
+        raise ModelLoadError(f"{label} has shape {dims}, with a negative dimension.")
+    return math.prod(dims)
+
+
+def raw_nbytes(tensor: TensorProto, what: str | None = None) -> int | None:
+    """Bytes the ``raw_data`` (or external data) of a tensor must hold; None for strings, which have no raw form."""
+    n = tensor_count(tensor, what)
+    if tensor.data_type == TensorProto.STRING:
+        return None
+    per = _PACKED.get(tensor.data_type)
+    if per is not None:
+        return -(-n // per)
+    return n * ONNX_TO_NP[tensor.data_type].itemsize
+
+
+def check_size(nbytes: int, shape: Any, dtype: Any, label: str, limit: int | None) -> None:
+    """Raise ModelLoadError when a decoded tensor of ``nbytes`` would exceed ``limit`` (the load-time cap)."""
+    if limit is not None and nbytes > limit:
+        raise ModelLoadError(
+            f"{label} of shape {list(shape)} and type {np.dtype(dtype)} needs {nbytes} bytes, above the limit "
+            f"of {limit} bytes (SessionOptions.max_tensor_bytes, or the machine's physical memory when unset)."
+        )
+
+
+def to_array(tensor: TensorProto, what: str | None = None, limit: int | None = None) -> np.ndarray:
     """numpy array of a TensorProto held in memory; strings become an object array of str.
 
-    External data is resolved by :mod:`onnxrt.model`, which checks the location first.
+    The stored data is checked against the declared type and shape before decoding:
+    ``ModelLoadError`` (naming ``what``, by default the tensor) for an unknown element
+    type, a negative dimension, a data length other than the shape needs, strings that
+    are not UTF-8, or a size above ``limit`` bytes. External data is resolved by
+    :mod:`onnxrt.model`, which checks the location first.
     """
     from onnx import numpy_helper
 
-    arr = numpy_helper.to_array(tensor)
+    label = _label(tensor, what)
+    n = tensor_count(tensor, label)
+    dt = ONNX_TO_NP[tensor.data_type]
+    dims = [int(d) for d in tensor.dims]
+    check_size(n * (dt.itemsize or 8), dims, dt, label, limit)
+    if tensor.data_location == TensorProto.EXTERNAL:
+        raise ModelLoadError(f"{label} keeps its data in an external file, which was not read.")
+    if tensor.HasField("segment"):
+        raise ModelLoadError(f"{label} is a segment of a larger tensor; onnxrt does not read segmented tensors.")
     if tensor.data_type == TensorProto.STRING:
-        flat = [s.decode("utf-8", errors="surrogateescape") if isinstance(s, bytes) else s for s in arr.reshape(-1)]
-        out = np.empty(len(flat), dtype=object)
-        out[:] = flat
-        arr = out.reshape(arr.shape)
-    return arr
+        if tensor.HasField("raw_data"):
+            raise ModelLoadError(f"{label} is a string tensor with raw_data; strings must be stored in string_data.")
+        if len(tensor.string_data) != n:
+            raise ModelLoadError(
+                f"{label} has shape {dims}, which needs {n} strings; string_data holds {len(tensor.string_data)}."
+            )
+        out = np.empty(n, dtype=object)
+        for i, s in enumerate(tensor.string_data):
+            try:
+                out[i] = s.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ModelLoadError(f"{label}: string {i} is not valid UTF-8 ({s[:40]!r}: {e.reason}).") from None
+        return out.reshape(dims)
+    if tensor.HasField("raw_data"):
+        expected = raw_nbytes(tensor, label)
+        got = len(tensor.raw_data)
+        if got != expected:
+            raise ModelLoadError(
+                f"{label} has shape {dims} and type {dt}, which need {expected} bytes of raw_data; it holds {got}."
+            )
+    else:
+        field = helper.tensor_dtype_to_field(tensor.data_type)
+        per = _PACKED.get(tensor.data_type)
+        expected = -(-n // per) if per is not None else n * (2 if tensor.data_type in _PAIRED else 1)
+        got = len(getattr(tensor, field))
+        if got != expected:
+            raise ModelLoadError(
+                f"{label} has shape {dims} and type {dt}, which need {expected} values in {field}; it holds {got}."
+            )
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError, OverflowError) as e:
+        raise ModelLoadError(f"{label} cannot be decoded: {e}.") from None
+
+
+def sparse_to_dense(sp: SparseTensorProto, what: str | None = None, limit: int | None = None) -> np.ndarray:
+    """Dense array of a SparseTensorProto, every part checked before the dense array is allocated.
+
+    The spec (onnx.proto, SparseTensorProto): ``values`` has shape [NNZ]; ``indices`` has
+    shape [NNZ] (linearised, row-major) or [NNZ, rank] (coordinates), type int64, and "the
+    indices must appear in ascending order without duplication" (lexicographic for
+    coordinates, which is the order of their linearisation). The default value is zero,
+    the empty string for strings. Errors are ``ModelLoadError`` naming ``what``.
+    """
+    label = what or f"Sparse tensor {sp.values.name!r}"
+    values_t, indices_t = sp.values, sp.indices
+    dims = [int(d) for d in sp.dims]
+    if any(d < 0 for d in dims):
+        raise ModelLoadError(f"{label} has dense shape {dims}, with a negative dimension.")
+    n = math.prod(dims)
+    if values_t.data_type not in ONNX_TO_NP:
+        tensor_count(values_t, f"{label}: values")  # raises on the unknown type
+    dt = ONNX_TO_NP[values_t.data_type]
+    # the dense tensor is what gets allocated: refuse it before decoding anything
+    check_size(n * (dt.itemsize or 8), dims, dt, label, limit)
+    if len(values_t.dims) != 1:
+        raise ModelLoadError(f"{label}: values must have shape [NNZ]; they have shape {list(values_t.dims)}.")
+    nnz = int(values_t.dims[0])
+    values = to_array(values_t, f"{label}: values")
+    idx_dims = [int(d) for d in indices_t.dims]
+    if nnz == 0 and math.prod(idx_dims) == 0:
+        indices = np.zeros(0, dtype=np.int64)
+    else:
+        raw = to_array(indices_t, f"{label}: indices")
+        if raw.dtype.kind not in "iu":
+            raise ModelLoadError(f"{label}: indices must be int64; they are {raw.dtype}.")
+        if idx_dims == [nnz]:
+            indices = raw.astype(np.int64)
+            bad = np.flatnonzero((indices < 0) | (indices >= n))
+            if bad.size:
+                i = int(bad[0])
+                raise ModelLoadError(
+                    f"{label}: index {i} is {int(indices[i])}, outside the {n} elements of dense shape {dims}."
+                )
+        elif idx_dims == [nnz, len(dims)]:
+            coords = raw.astype(np.int64)
+            for axis, size in enumerate(dims):
+                bad = np.flatnonzero((coords[:, axis] < 0) | (coords[:, axis] >= size))
+                if bad.size:
+                    i = int(bad[0])
+                    raise ModelLoadError(
+                        f"{label}: index {i} is {coords[i].tolist()}, outside dense shape {dims} on axis {axis}."
+                    )
+            indices = np.ravel_multi_index(tuple(coords.T), dims) if nnz else np.zeros(0, dtype=np.int64)
+        else:
+            raise ModelLoadError(
+                f"{label}: indices must have shape [{nnz}] (linearised) or [{nnz}, {len(dims)}] (coordinates) "
+                f"for {nnz} values and dense shape {dims}; they have shape {idx_dims}."
+            )
+        steps = np.diff(indices)
+        bad = np.flatnonzero(steps <= 0)
+        if bad.size:
+            i = int(bad[0]) + 1
+            problem = "repeats" if steps[i - 1] == 0 else "comes after"
+            raise ModelLoadError(
+                f"{label}: index {i} ({int(indices[i])} linearised) {problem} index {i - 1} "
+                f"({int(indices[i - 1])}); sparse indices must be strictly ascending, without duplicates."
+            )
+    if values_t.data_type == TensorProto.STRING:
+        dense = np.full(dims, "", dtype=object)
+    else:
+        dense = np.zeros(dims, dtype=dt)
+    if nnz:
+        dense.reshape(-1)[indices] = values
+    return dense

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import IO, Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto, defs
 
-from .dtypes import to_array
+from .dtypes import np_dtype, raw_nbytes, sparse_to_dense, to_array
 from .errors import GraphError, ModelLoadError, SecurityError
 
 ModelSource = str | os.PathLike | bytes | bytearray | memoryview | ModelProto | IO[bytes]
@@ -66,7 +67,8 @@ def _parse(data: bytes, what: str) -> ModelProto:
 
 
 def check_versions(model: ModelProto) -> dict[str, int]:
-    """Check IR version and opsets; return the domain -> opset map (``""`` for ai.onnx)."""
+    """Check IR version, opsets and that every text field is UTF-8; return the domain -> opset map (``""`` for ai.onnx)."""
+    check_text(model)
     if model.ir_version > MAX_IR_VERSION:
         raise ModelLoadError(
             f"Model IR version {model.ir_version} is newer than onnxrt supports (at most {MAX_IR_VERSION})."
@@ -84,11 +86,38 @@ def check_versions(model: ModelProto) -> dict[str, int]:
     return opsets
 
 
+def load_limit(options: Any = None) -> int:
+    """Byte cap of one tensor decoded at load (initializer, constant, sparse tensor's dense form):
+    ``SessionOptions.max_tensor_bytes`` when set, never above the machine's physical memory."""
+    from .ops_cpu._alloc import PHYSICAL_LIMIT
+
+    cap = getattr(options, "max_tensor_bytes", None)
+    return PHYSICAL_LIMIT if cap is None else min(int(cap), PHYSICAL_LIMIT)
+
+
+def _external_int(tensor: TensorProto, info: dict[str, str], key: str) -> int | None:
+    text = info.get(key)
+    if not text:
+        return None
+    # int() would also take " 1_0" or "+4"; a byte count is plain decimal digits
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()):
+        raise ModelLoadError(
+            f"Initializer {tensor.name!r}: external-data {key} {text!r} is not a non-negative whole number of bytes."
+        )
+    return int(text)
+
+
 def _external_path(tensor: TensorProto, base_dir: str | None) -> tuple[str, int, int | None]:
-    info = {e.key: e.value for e in tensor.external_data}
+    info: dict[str, str] = {}
+    for e in tensor.external_data:
+        if not isinstance(e.key, str) or not isinstance(e.value, str):
+            raise ModelLoadError(f"Initializer {tensor.name!r}: external-data entry {e.key!r} is not valid UTF-8.")
+        info[e.key] = e.value
     location = info.get("location", "")
     if not location:
         raise ModelLoadError(f"Initializer {tensor.name!r} uses external data without a location.")
+    if "\0" in location:
+        raise ModelLoadError(f"Initializer {tensor.name!r}: external-data location {location!r} holds a NUL character.")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
         raise SecurityError(
             f"Initializer {tensor.name!r} names external data by the absolute path {location!r}; "
@@ -101,36 +130,153 @@ def _external_path(tensor: TensorProto, base_dir: str | None) -> tuple[str, int,
             f"Initializer {tensor.name!r} names external data {location!r}, which resolves to {full!r}, "
             f"outside the model's folder {base!r}."
         )
-    offset = int(info.get("offset", 0) or 0)
-    length = int(info["length"]) if info.get("length") else None
+    offset = _external_int(tensor, info, "offset") or 0
+    length = _external_int(tensor, info, "length")
     return full, offset, length
 
 
-def load_external_data(tensor: TensorProto, base_dir: str | None) -> None:
-    """Read an external tensor's bytes into it (in place), only from inside ``base_dir``."""
+def _not_regular(tensor: TensorProto, path: str, mode: int) -> SecurityError:
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
+    return SecurityError(
+        f"Initializer {tensor.name!r} names external data {path!r}, which is {kind}, not a regular file; "
+        f"external data is read only from regular files."
+    )
+
+
+def load_external_data(tensor: TensorProto, base_dir: str | None, limit: int | None = None) -> None:
+    """Read an external tensor's bytes into it (in place), only from a regular file inside ``base_dir``.
+
+    The offset and length are checked against the file's size, and the length against the
+    tensor's shape and type and ``limit``, before any byte is read.
+    """
     path, offset, length = _external_path(tensor, base_dir)
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            raw = f.read() if length is None else f.read(length)
+        # a FIFO would block open() and read() forever, a device could be endless:
+        # refuse anything but a regular file, before opening and again on the opened file
+        # (O_NONBLOCK makes opening a FIFO return at once, should one replace the file between)
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(tensor, path, mode)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
         raise ModelLoadError(f"External data of tensor {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(tensor, path, st.st_mode)
+        size = st.st_size
+        if offset > size:
+            raise ModelLoadError(
+                f"Initializer {tensor.name!r}: external-data offset {offset} is past the end of {path!r} ({size} bytes)."
+            )
+        if length is None:
+            length = size - offset
+        elif length > size - offset:
+            raise ModelLoadError(
+                f"Initializer {tensor.name!r}: external data asks for {length} bytes at offset {offset} of {path!r}, "
+                f"which holds {size} bytes."
+            )
+        expected = raw_nbytes(tensor, f"Initializer {tensor.name!r}")
+        if expected is not None and length != expected:
+            raise ModelLoadError(
+                f"Initializer {tensor.name!r} has shape {list(tensor.dims)} and type "
+                f"{np_dtype(tensor.data_type)}, which need {expected} bytes; its external data holds {length}."
+            )
+        if limit is not None and length > limit:
+            raise ModelLoadError(
+                f"Initializer {tensor.name!r}: external data of {length} bytes is above the limit of {limit} bytes "
+                f"(SessionOptions.max_tensor_bytes, or the machine's physical memory when unset)."
+            )
+        try:
+            f.seek(offset)
+            raw = f.read(length)
+        except OSError as e:
+            raise ModelLoadError(f"External data of tensor {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+    if len(raw) != length:  # the file shrank while it was read
+        raise ModelLoadError(f"Initializer {tensor.name!r}: {path!r} ended after {len(raw)} of {length} bytes.")
     del tensor.external_data[:]
     tensor.data_location = TensorProto.DEFAULT
     tensor.raw_data = raw
 
 
-def initializer_array(tensor: TensorProto, base_dir: str | None) -> np.ndarray:
-    """numpy value of an initializer, reading external data only inside ``base_dir``."""
+def initializer_array(tensor: TensorProto, base_dir: str | None, limit: int | None = None) -> np.ndarray:
+    """numpy value of an initializer, reading external data only inside ``base_dir``; checked
+    against its shape and type and refused above ``limit`` bytes (``ModelLoadError``)."""
+    what = f"Initializer {tensor.name!r}"
     if tensor.data_location != TensorProto.EXTERNAL:
-        return to_array(tensor)
+        return to_array(tensor, what, limit)
     copy = TensorProto()
     copy.CopyFrom(tensor)
-    load_external_data(copy, base_dir)
-    try:
-        return to_array(copy)
-    except ValueError as e:
-        raise ModelLoadError(f"External data of initializer {tensor.name!r} does not match its shape: {e}.") from e
+    load_external_data(copy, base_dir, limit)
+    return to_array(copy, what, limit)
+
+
+def sparse_initializer_array(sparse: onnx.SparseTensorProto, limit: int | None = None) -> np.ndarray:
+    """Dense value of a sparse initializer, checked (see :func:`onnxrt.dtypes.sparse_to_dense`)
+    and refused above ``limit`` bytes before the dense array is allocated."""
+    return sparse_to_dense(sparse, f"Sparse initializer {sparse.values.name!r}", limit)
+
+
+# --- text fields -----------------------------------------------------------------------
+# onnx.proto is proto2: protobuf parses a string field holding bytes that are not UTF-8
+# without complaint and hands it to Python as bytes, which then fails far from the
+# model (a TypeError in onnx's schema lookup, a bytes name in messages). Every string
+# field of the model is checked once, at load.
+
+_TEXT_FIELDS: dict[Any, tuple[list[tuple[str, bool]], list[tuple[str, bool]]]] = {}
+
+
+def _fields(descriptor: Any) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """(string fields, message fields) of a message type, each as (name, repeated)."""
+    found = _TEXT_FIELDS.get(descriptor)
+    if found is None:
+        from google.protobuf.descriptor import FieldDescriptor
+
+        strings, messages = [], []
+        for fd in descriptor.fields:
+            repeated = bool(fd.is_repeated) if hasattr(fd, "is_repeated") else fd.label == FieldDescriptor.LABEL_REPEATED
+            if fd.type == FieldDescriptor.TYPE_STRING:
+                strings.append((fd.name, repeated))
+            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+                messages.append((fd.name, repeated))
+        found = _TEXT_FIELDS[descriptor] = (strings, messages)
+    return found
+
+
+def _where(msg: Any, field: str, index: int | None) -> str:
+    at = f"{field}[{index}]" if index is not None else field
+    kind = type(msg).__name__
+    if kind == "NodeProto":
+        return f"node {msg.name!r} ({msg.op_type!r}): field {at}"
+    if kind in ("TensorProto", "ValueInfoProto", "GraphProto", "FunctionProto"):
+        return f"{kind[:-5].lower().replace('valueinfo', 'value')} {msg.name!r}: field {at}"
+    if kind == "AttributeProto":
+        return f"attribute {msg.name!r}: field {at}"
+    return f"{kind}: field {at}"
+
+
+def _check_text(msg: Any) -> None:
+    strings, messages = _fields(msg.DESCRIPTOR)
+    for name, repeated in strings:
+        value = getattr(msg, name)
+        items = enumerate(value) if repeated else ((None, value),)
+        for i, v in items:
+            if not isinstance(v, str):
+                raise ModelLoadError(
+                    f"The model's {_where(msg, name, i)} is not valid UTF-8 ({bytes(v)[:60]!r}); "
+                    f"ONNX text fields must be UTF-8."
+                )
+    for name, repeated in messages:
+        if repeated:
+            for sub in getattr(msg, name):
+                _check_text(sub)
+        elif msg.HasField(name):
+            _check_text(getattr(msg, name))
+
+
+def check_text(model: ModelProto) -> None:
+    """Raise ModelLoadError naming the field when any string field of the model is not UTF-8."""
+    _check_text(model)
 
 
 def graph_free_names(graph: onnx.GraphProto) -> set[str]:

@@ -15,7 +15,7 @@ from onnx import GraphProto
 from . import compat, registry
 from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
 from .functions import FunctionKey, GraphNode, ValueTypes, expand, schema_body
-from .model import initializer_array, sort_nodes
+from .model import initializer_array, load_limit, sort_nodes, sparse_initializer_array
 from .ops_cpu._op import OpRun
 from .typecheck import check_input_types
 
@@ -139,15 +139,14 @@ class Plan:
 
         # --- constants -------------------------------------------------------------
         self.initializers: dict[str, Any] = {}
+        limit = load_limit(options)
         for init in graph.initializer:
             if init.name not in replaced:  # (a Constant node of that name replaces it)
-                self.initializers[init.name] = _frozen(initializer_array(init, base_dir))
+                self.initializers[init.name] = _frozen(initializer_array(init, base_dir, limit))
         for sp in graph.sparse_initializer:
             if sp.values.name in replaced:
                 continue
-            from .ops_cpu._op import _sparse_to_dense
-
-            self.initializers[sp.values.name] = _frozen(_sparse_to_dense(sp))
+            self.initializers[sp.values.name] = _frozen(sparse_initializer_array(sp, limit))
         self.input_names = [i.name for i in graph.input]
         self.output_names = [o.name for o in graph.output]
         seen: set[str] = set()
