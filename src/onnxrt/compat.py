@@ -127,6 +127,37 @@ def check_input_dims(graph: onnx.GraphProto, options: Any) -> None:
             )
 
 
+def _untyped(tp: onnx.TypeProto) -> bool:
+    """Whether a type leaves an element type undeclared (a tensor's elem_type 0, no type)."""
+    kind = tp.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        return getattr(tp, kind).elem_type == 0
+    if kind in ("sequence_type", "optional_type"):
+        inner = getattr(tp, kind)
+        return not inner.HasField("elem_type") or _untyped(inner.elem_type)
+    if kind == "map_type":
+        return not tp.map_type.HasField("value_type") or _untyped(tp.map_type.value_type)
+    return True
+
+
+def check_input_types(graph: onnx.GraphProto, options: Any, constants: set[str] | frozenset[str] = frozenset()) -> None:
+    """Inputs of the main graph declaring no element type (elem_type 0 or no type): onnxruntime
+    refuses the model at load ("Invalid tensor data type 0"). onnxrt runs it, with a report:
+    such an input's type is then whatever is fed, so the nodes reading it are type-checked on
+    every run (onnxrt.plan). ``constants``: inputs that only name initializers (IR < 4),
+    typed by their value."""
+    for vi in graph.input:
+        if vi.name in constants or (vi.HasField("type") and not _untyped(vi.type)):
+            continue
+        off_spec(
+            options,
+            f"Input {vi.name!r} of graph {graph.name!r} declares no element type; the specification "
+            f"requires one (onnxruntime refuses the model). onnxrt takes the type of each feed and "
+            f"checks the nodes reading it on every run.",
+            stacklevel=4,
+        )
+
+
 def repair_nodes(
     graph: onnx.GraphProto,
     outer_names: set[str] | frozenset[str],

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from . import compat
 from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
@@ -302,9 +303,12 @@ class OnnxInference:
         #: IR >= 4: an initializer also listed as an input is a default a feed may override;
         #: before, every initializer was listed as an input and is a constant (onnxruntime's rule)
         self.overridable = proto.ir_version >= 4
+        inits = {i.name for i in proto.graph.initializer} | {i.values.name for i in proto.graph.sparse_initializer}
+        compat.check_input_types(proto.graph, options, frozenset() if self.overridable else inits)
+        # feeds are checked against their inputs' declared element types (validate_feeds)
         self.plan = Plan(
             proto.graph, self.opsets, base_dir, functions, options=options,
-            value_info=_static_info(proto, options), overridable_initializers=self.overridable,
+            value_info=_static_info(proto, options), overridable_initializers=self.overridable, checked_feeds=True,
         )
         self._plain: Plan | None = None
         #: the next run is the session's first: numpy kernels only (see :meth:`_first`)
@@ -499,7 +503,10 @@ class OnnxInference:
             if optimization_level(self.options) <= 0:
                 self._plain = self.plan
             else:
-                self._plain = Plan(self.model.graph, self.opsets, self.base_dir, self._functions, options=self.options, optimize=False)
+                self._plain = Plan(
+                    self.model.graph, self.opsets, self.base_dir, self._functions, options=self.options, optimize=False,
+                    checked_feeds=True,
+                )
         return self._plain
 
     def __getstate__(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import onnx
 from onnx import GraphProto
 
 from . import compat, registry
+from .dtypes import value_type_string
 from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
 from .functions import FunctionKey, GraphNode, ValueTypes, expand, schema_body
 from .model import initializer_array, load_limit, sort_nodes, sparse_initializer_array
@@ -107,6 +108,13 @@ class Plan:
     scopes names): a node of this graph producing it breaks the specification (a
     ModelWarning); a name the enclosing graph defines later may be reused silently. None:
     every outer name is in scope.
+
+    ``checked_feeds``: the caller validates every feed against the element type its graph
+    input declares (OnnxInference does for the main graph), so those types are fixed. Node
+    input types are checked against the schemas on the first run; the steps reading a value
+    whose type the graph does not fix (an input declaring no element type or fed unchecked,
+    an outer-scope value, the output of a node holding subgraphs) and the steps after them
+    are checked on every run, once per combination of input types (:func:`_checked`).
     """
 
     def __init__(
@@ -121,6 +129,7 @@ class Plan:
         optimize: bool = True,
         overridable_initializers: bool = True,
         outer_in_scope: Callable[[str], bool] | None = None,
+        checked_feeds: bool = False,
     ):
         self.graph = graph
         self.name = graph.name
@@ -286,9 +295,24 @@ class Plan:
         for name, value in self.initializers.items():
             template[self.slots[name]] = value
         self._template = template
-        #: node input types are checked against the schemas on the first run only
+        #: every step's input types are checked on the first run; those of _dynamic_steps on every run
         self._types_checked = False
+        fixed = self._fixed_input_slots(graph) if checked_feeds else set()
+        self._dynamic_steps = _dynamic_steps(self.steps, set(self._input_slots) - fixed, self._outer_slots)
+        for i in self._dynamic_steps:
+            st = self.steps[i]
+            st.fn = _checked(st.op, st.fn)
         self._fast = [_fast_step(st) for st in self.steps]
+
+    def _fixed_input_slots(self, graph: GraphProto) -> set[int]:
+        """Slots of the graph inputs whose feeds are checked against a declared element type
+        (a tensor with elem_type set): their type is the same on every run."""
+        fixed = set()
+        for vi in graph.input:
+            tp = vi.type
+            if vi.HasField("type") and tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type:
+                fixed.add(self.slots[vi.name])
+        return fixed
 
     # ---------------------------------------------------------------------------------
 
@@ -519,6 +543,75 @@ class Plan:
     def value_names(self) -> list[str]:
         """Every named value in slot order."""
         return sorted(self.slots, key=self.slots.__getitem__)
+
+
+def _dynamic_steps(steps: list[Step], roots: set[int], outer: tuple[tuple[str, int], ...]) -> tuple[int, ...]:
+    """Indices of the steps whose input types may change from run to run: those reading a
+    root slot, an outer-scope value, or the output of such a step or of a node holding
+    subgraphs (a branch may differ from another). An output the schema types concretely
+    (Shape's tensor(int64)) is fixed whatever the inputs."""
+    dyn = set(roots) | {s for _, s in outer}
+    found = []
+    for i, st in enumerate(steps):
+        reads = any(s in dyn for s in st.inputs if s != _MISSING) or any(s in dyn for _, s in st.context)
+        if reads:
+            found.append(i)
+        if not (reads or st.context or st.node.proto.attribute and _holds_graph(st.node.proto)):
+            continue
+        schema = getattr(st.op, "_schema", None)
+        formal = list(schema.outputs) if schema is not None else []
+        params = {c.type_param_str for c in schema.type_constraints} if schema is not None else set()
+        for k, s in enumerate(st.outputs):
+            if k < len(formal) and formal[k].type_str not in params and not st.context:
+                continue  # a concrete output type
+            dyn.add(s)
+    return tuple(found)
+
+
+def _holds_graph(proto: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in proto.attribute)
+
+
+def _type_key(value: Any) -> Any:
+    return None if value is None else value_type_string(value)
+
+
+def _checked(op: OpRun, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` checking its inputs' types against ``op``'s rules first, once per combination of
+    input types (an array's dtype, any other value's type string): a run of types already
+    seen costs one tuple and one set lookup."""
+    passed: set[Any] = set()
+    nd = np.ndarray
+    n = len(op.onnx_node.input)
+    if n == 1 and not _holds_graph(op.onnx_node):
+
+        def run1(a: Any) -> Any:  # the common arities without the generic tuple
+            key = a.dtype if type(a) is nd else _type_key(a)
+            if key not in passed:
+                check_input_types(op, (a,))
+                passed.add(key)
+            return fn(a)
+
+        return run1
+    if n == 2 and not _holds_graph(op.onnx_node):
+
+        def run2(a: Any, b: Any) -> Any:
+            key = (a.dtype if type(a) is nd else _type_key(a), b.dtype if type(b) is nd else _type_key(b))
+            if key not in passed:
+                check_input_types(op, (a, b))
+                passed.add(key)
+            return fn(a, b)
+
+        return run2
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        key = tuple([a.dtype if type(a) is nd else _type_key(a) for a in args])
+        if key not in passed:
+            check_input_types(op, args)
+            passed.add(key)
+        return fn(*args, **kwargs)
+
+    return run
 
 
 def gn_inputs_from_outer(nodes: list[GraphNode], defined: set[str]) -> list[str]:
