@@ -95,119 +95,125 @@ def load_limit(options: Any = None) -> int:
     return PHYSICAL_LIMIT if cap is None else min(int(cap), PHYSICAL_LIMIT)
 
 
-def _external_int(tensor: TensorProto, info: dict[str, str], key: str) -> int | None:
+def _external_int(what: str, info: dict[str, str], key: str) -> int | None:
     text = info.get(key)
     if not text:
         return None
     # int() would also take " 1_0" or "+4"; a byte count is plain decimal digits
     if not (isinstance(text, str) and text.isascii() and text.isdigit()):
         raise ModelLoadError(
-            f"Initializer {tensor.name!r}: external-data {key} {text!r} is not a non-negative whole number of bytes."
+            f"{what}: external-data {key} {text!r} is not a non-negative whole number of bytes."
         )
     return int(text)
 
 
-def _external_path(tensor: TensorProto, base_dir: str | None) -> tuple[str, int, int | None]:
+def _external_path(tensor: TensorProto, base_dir: str | None, what: str) -> tuple[str, int, int | None]:
     info: dict[str, str] = {}
     for e in tensor.external_data:
         if not isinstance(e.key, str) or not isinstance(e.value, str):
-            raise ModelLoadError(f"Initializer {tensor.name!r}: external-data entry {e.key!r} is not valid UTF-8.")
+            raise ModelLoadError(f"{what}: external-data entry {e.key!r} is not valid UTF-8.")
         info[e.key] = e.value
     location = info.get("location", "")
     if not location:
-        raise ModelLoadError(f"Initializer {tensor.name!r} uses external data without a location.")
+        raise ModelLoadError(f"{what} uses external data without a location.")
     if "\0" in location:
-        raise ModelLoadError(f"Initializer {tensor.name!r}: external-data location {location!r} holds a NUL character.")
+        raise ModelLoadError(f"{what}: external-data location {location!r} holds a NUL character.")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
         raise SecurityError(
-            f"Initializer {tensor.name!r} names external data by the absolute path {location!r}; "
+            f"{what} names external data by the absolute path {location!r}; "
             f"only paths inside the model's folder are allowed."
         )
     base = os.path.realpath(base_dir or os.getcwd())
     full = os.path.realpath(os.path.join(base, location))
     if os.path.commonpath([base, full]) != base:
         raise SecurityError(
-            f"Initializer {tensor.name!r} names external data {location!r}, which resolves to {full!r}, "
+            f"{what} names external data {location!r}, which resolves to {full!r}, "
             f"outside the model's folder {base!r}."
         )
-    offset = _external_int(tensor, info, "offset") or 0
-    length = _external_int(tensor, info, "length")
+    offset = _external_int(what, info, "offset") or 0
+    length = _external_int(what, info, "length")
     return full, offset, length
 
 
-def _not_regular(tensor: TensorProto, path: str, mode: int) -> SecurityError:
+def _not_regular(what: str, path: str, mode: int) -> SecurityError:
     kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "a device or socket"
     return SecurityError(
-        f"Initializer {tensor.name!r} names external data {path!r}, which is {kind}, not a regular file; "
+        f"{what} names external data {path!r}, which is {kind}, not a regular file; "
         f"external data is read only from regular files."
     )
 
 
-def load_external_data(tensor: TensorProto, base_dir: str | None, limit: int | None = None) -> None:
+def load_external_data(
+    tensor: TensorProto, base_dir: str | None, limit: int | None = None, what: str | None = None
+) -> None:
     """Read an external tensor's bytes into it (in place), only from a regular file inside ``base_dir``.
 
     The offset and length are checked against the file's size, and the length against the
     tensor's shape and type and ``limit``, before any byte is read.
     """
-    path, offset, length = _external_path(tensor, base_dir)
+    what = what or f"Initializer {tensor.name!r}"
+    path, offset, length = _external_path(tensor, base_dir, what)
     try:
         # a FIFO would block open() and read() forever, a device could be endless:
         # refuse anything but a regular file, before opening and again on the opened file
         # (O_NONBLOCK makes opening a FIFO return at once, should one replace the file between)
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):
-            raise _not_regular(tensor, path, mode)
+            raise _not_regular(what, path, mode)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
-        raise ModelLoadError(f"External data of tensor {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+        raise ModelLoadError(f"External data of {what[:1].lower()}{what[1:]} cannot be read from {path!r}: {e}.") from e
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(tensor, path, st.st_mode)
+            raise _not_regular(what, path, st.st_mode)
         size = st.st_size
         if offset > size:
             raise ModelLoadError(
-                f"Initializer {tensor.name!r}: external-data offset {offset} is past the end of {path!r} ({size} bytes)."
+                f"{what}: external-data offset {offset} is past the end of {path!r} ({size} bytes)."
             )
         if length is None:
             length = size - offset
         elif length > size - offset:
             raise ModelLoadError(
-                f"Initializer {tensor.name!r}: external data asks for {length} bytes at offset {offset} of {path!r}, "
+                f"{what}: external data asks for {length} bytes at offset {offset} of {path!r}, "
                 f"which holds {size} bytes."
             )
-        expected = raw_nbytes(tensor, f"Initializer {tensor.name!r}")
+        expected = raw_nbytes(tensor, what)
         if expected is not None and length != expected:
             raise ModelLoadError(
-                f"Initializer {tensor.name!r} has shape {list(tensor.dims)} and type "
+                f"{what} has shape {list(tensor.dims)} and type "
                 f"{np_dtype(tensor.data_type)}, which need {expected} bytes; its external data holds {length}."
             )
         if limit is not None and length > limit:
             raise ModelLoadError(
-                f"Initializer {tensor.name!r}: external data of {length} bytes is above the limit of {limit} bytes "
+                f"{what}: external data of {length} bytes is above the limit of {limit} bytes "
                 f"(SessionOptions.max_tensor_bytes, or the machine's physical memory when unset)."
             )
         try:
             f.seek(offset)
             raw = f.read(length)
         except OSError as e:
-            raise ModelLoadError(f"External data of tensor {tensor.name!r} cannot be read from {path!r}: {e}.") from e
+            raise ModelLoadError(f"External data of {what[:1].lower()}{what[1:]} cannot be read from {path!r}: {e}.") from e
     if len(raw) != length:  # the file shrank while it was read
-        raise ModelLoadError(f"Initializer {tensor.name!r}: {path!r} ended after {len(raw)} of {length} bytes.")
+        raise ModelLoadError(f"{what}: {path!r} ended after {len(raw)} of {length} bytes.")
     del tensor.external_data[:]
     tensor.data_location = TensorProto.DEFAULT
     tensor.raw_data = raw
 
 
-def initializer_array(tensor: TensorProto, base_dir: str | None, limit: int | None = None) -> np.ndarray:
-    """numpy value of an initializer, reading external data only inside ``base_dir``; checked
-    against its shape and type and refused above ``limit`` bytes (``ModelLoadError``)."""
-    what = f"Initializer {tensor.name!r}"
+def initializer_array(
+    tensor: TensorProto, base_dir: str | None, limit: int | None = None, what: str | None = None
+) -> np.ndarray:
+    """numpy value of an initializer (or of a tensor attribute, ``what`` naming it), reading
+    external data only inside ``base_dir``; checked against its shape and type and refused
+    above ``limit`` bytes (``ModelLoadError``)."""
+    what = what or f"Initializer {tensor.name!r}"
     if tensor.data_location != TensorProto.EXTERNAL:
         return to_array(tensor, what, limit)
     copy = TensorProto()
     copy.CopyFrom(tensor)
-    load_external_data(copy, base_dir, limit)
+    load_external_data(copy, base_dir, limit, what)
     return to_array(copy, what, limit)
 
 

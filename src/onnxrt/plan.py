@@ -334,7 +334,7 @@ class Plan:
             # graph: the graph holding the node (Gradient differentiates part of it)
             return cls(
                 node, None, since_version=since, opsets=gn.opsets, compile_graph=compile_graph,
-                session_options=self.options, graph=self.graph,
+                session_options=self.options, graph=self.graph, base_dir=self.base_dir,
             )
         except OnnxRuntimeError:
             raise

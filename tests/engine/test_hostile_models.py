@@ -17,12 +17,12 @@ import onnxrt
 from onnxrt.errors import ModelLoadError, OnnxRuntimeError, SecurityError
 
 
-def _model(nodes=(), inits=(), sparse=(), out_type=TensorProto.FLOAT, out="y"):
+def _model(nodes=(), inits=(), sparse=(), out_type=TensorProto.FLOAT, out="y", opset=18):
     graph = helper.make_graph(
         list(nodes), "g", [], [helper.make_tensor_value_info(out, out_type, None)],
         initializer=list(inits), sparse_initializer=list(sparse),
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
 def _run(model, options=None):
@@ -177,7 +177,7 @@ def test_typed_data_count_mismatch():
 
 def test_packed_int4_counts():
     good = helper.make_tensor("w", TensorProto.INT4, [3], [1, -2, 3])
-    model = _model([helper.make_node("Cast", ["w"], ["y"], to=TensorProto.FLOAT)], inits=[good])
+    model = _model([helper.make_node("Cast", ["w"], ["y"], to=TensorProto.FLOAT)], inits=[good], opset=21)
     np.testing.assert_array_equal(_run(model), np.array([1, -2, 3], np.float32))
     bad = _tensor(data_type=TensorProto.INT4, dims=[5], int32_data=[1, 2])
     _load_error(_identity_model(bad), "Initializer 'w'", "3 values in int32_data", "holds 2")
@@ -283,10 +283,11 @@ def test_external_data_directory_refused(tmp_path):
     _external_error(_external_model(tmp_path, {"location": "sub"}), "Initializer 'w'", "a directory", cls=SecurityError)
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
-def test_external_data_fifo_refused_without_blocking(tmp_path):
-    os.mkfifo(tmp_path / "w.bin")
-    path = _external_model(tmp_path, {"location": "w.bin"})
+def _load_in_subprocess(path):
+    """Load ``path`` in a fresh interpreter; its stdout ("REFUSED <message>" or "LOADED").
+
+    A load that opens a FIFO blocks forever: the timeout turns that into a failure.
+    """
     script = textwrap.dedent(
         f"""
         import onnxrt
@@ -298,12 +299,45 @@ def test_external_data_fifo_refused_without_blocking(tmp_path):
             print("LOADED")
         """
     )
-    # a load that opens the FIFO blocks forever: the subprocess's timeout turns that into a failure
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("REFUSED"), done.stdout
-    assert "Initializer 'w'" in done.stdout and "a FIFO, not a regular file" in done.stdout
+    return done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_external_data_fifo_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "w.bin")
+    out = _load_in_subprocess(_external_model(tmp_path, {"location": "w.bin"}))
+    assert out.startswith("REFUSED"), out
+    assert "Initializer 'w'" in out and "a FIFO, not a regular file" in out
 
 
 def test_external_data_outside_folder_still_refused(tmp_path):
     _external_error(_external_model(tmp_path, {"location": "../w.bin"}), "outside the model's folder", cls=SecurityError)
+
+
+def _constant_external_model(tmp_path, location):
+    t = TensorProto(name="v", data_type=TensorProto.FLOAT, dims=[3])
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", location
+    path = tmp_path / "m.onnx"
+    onnx.save(_model([helper.make_node("Constant", [], ["y"], name="c", value=t)]), str(path))
+    return str(path)
+
+
+def test_constant_external_value_read_from_model_folder(tmp_path, monkeypatch):
+    (tmp_path / "c.bin").write_bytes(np.array([1, 2, 3], np.float32).tobytes())
+    path = _constant_external_model(tmp_path, "c.bin")
+    monkeypatch.chdir(tmp_path.parent)  # the folder is the model's, not the current directory
+    (y,) = onnxrt.InferenceSession(path).run(None, {})
+    np.testing.assert_array_equal(y, np.array([1, 2, 3], np.float32))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_constant_external_value_fifo_and_escape_refused(tmp_path):
+    os.mkfifo(tmp_path / "c.bin")
+    out = _load_in_subprocess(_constant_external_model(tmp_path, "c.bin"))
+    assert out.startswith("REFUSED"), out
+    assert "Node 'c' (Constant): attribute 'value'" in out and "a FIFO, not a regular file" in out
+    _external_error(_constant_external_model(tmp_path, "../c.bin"), "Node 'c' (Constant)", "outside", cls=SecurityError)

@@ -49,17 +49,27 @@ def _sparse_to_dense(sp: onnx.SparseTensorProto, what: str | None = None, limit:
     return sparse_to_dense(sp, what, limit)
 
 
-def attribute_value(att: AttributeProto, owner: str = "", limit: int | None = None) -> Any:
+def _tensor_value(t: onnx.TensorProto, what: str, limit: int | None, base_dir: str | None) -> np.ndarray:
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        # read as an initializer is: only a regular file inside the model's folder
+        from ..model import initializer_array
+
+        return initializer_array(t, base_dir, limit, what)
+    return to_array(t, what, limit)
+
+
+def attribute_value(att: AttributeProto, owner: str = "", limit: int | None = None, base_dir: str | None = None) -> Any:
     """Python value of an attribute (int, float, str, list, numpy array, GraphProto...).
 
     Tensors are checked as initializers are (``ModelLoadError`` naming ``owner``, the node,
-    and the attribute); a sparse tensor's dense size is refused above ``limit`` bytes.
+    and the attribute), their external data read only inside ``base_dir``; a tensor (a
+    sparse tensor's dense form) is refused above ``limit`` bytes.
     """
     what = f"{owner}: attribute {att.name!r}" if owner else f"Attribute {att.name!r}"
     if att.type == AttributeProto.TENSOR:
-        return to_array(att.t, what, limit)
+        return _tensor_value(att.t, what, limit, base_dir)
     if att.type == AttributeProto.TENSORS:
-        return [to_array(t, f"{what} tensor {i}", limit) for i, t in enumerate(att.tensors)]
+        return [_tensor_value(t, f"{what} tensor {i}", limit, base_dir) for i, t in enumerate(att.tensors)]
     if att.type == AttributeProto.SPARSE_TENSOR:
         return sparse_to_dense(att.sparse_tensor, what, limit)
     if att.type == AttributeProto.SPARSE_TENSORS:
@@ -89,8 +99,9 @@ class OpRun:
     filled with the schema default when the node omits it. ``desc`` may give attribute
     values directly (name -> python value), overriding the node's. Recognised options:
     ``since_version`` (the registered version the engine resolved), ``opsets`` (the
-    model's domain -> version map) and ``compile_graph`` (a callable the engine passes to
-    turn GRAPH attributes into nested plans).
+    model's domain -> version map), ``compile_graph`` (a callable the engine passes to
+    turn GRAPH attributes into nested plans) and ``base_dir`` (the model's folder, where
+    tensor attributes with external data are read).
 
     Subclasses implement ``_run(*inputs, attributes=None, verbose=0, fLOG=None)`` and
     return a tuple with one value per output. Kernels never modify their inputs.
@@ -135,6 +146,7 @@ class OpRun:
         schema = self._schema
         given: dict[str, Any] = {}
         label, limit = self._node_label(), tensor_limit(self.options)
+        base_dir = self.options.get("base_dir")  # the model's folder, for external tensors
         for att in self.onnx_node.attribute:
             if att.ref_attr_name:
                 raise InvalidAttributeError(
@@ -149,7 +161,7 @@ class OpRun:
                         f"{AttributeProto.AttributeType.Name(expected)}, got "
                         f"{AttributeProto.AttributeType.Name(att.type)}."
                     )
-            given[att.name] = attribute_value(att, label, limit)
+            given[att.name] = attribute_value(att, label, limit, base_dir)
         given.update(desc)
 
         if schema is not None:
