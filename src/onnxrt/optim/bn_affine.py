@@ -35,6 +35,11 @@ def fold_bn_affine(g: Graph) -> bool:
             scale, bias = params[0], params[1]
             if c is None or c.dtype != scale.dtype:
                 break
+            # the folded Mul/Add reads the BatchNormalization's output, of X's type: one type
+            # with c. Before opset 15 X and scale share T; from 15 on X's type must be known
+            x_type = g.info.get(bn.inputs[0], (None, None))[0]
+            if (x_type is None and bn.opset >= 15) or (x_type is not None and np.dtype(x_type) != c.dtype):
+                break
             vec = _channel_vector(c, scale.shape[0], len(shape))
             if vec is None:
                 break

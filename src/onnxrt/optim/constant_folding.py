@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import registry
 from ..errors import OnnxRuntimeError
+from ..typecheck import check_input_types
 from .graph import Graph, Node
 
 #: operators whose result must not be computed once for all runs
@@ -41,6 +42,9 @@ def evaluate(node: Node, inputs: list[object], options: object = None, kernels: 
             op = cls(node.to_graph_node().proto, None, since_version=since, opsets=node.opsets, session_options=options)
             if kernels is not None:
                 kernels[key] = op
+        # a node breaking its type rules is not folded: the engine raises InvalidTypeError at
+        # the first run, as for the graph unoptimised
+        check_input_types(op, inputs)
         with np.errstate(all="ignore"):
             return op._run(*inputs)
     except (OnnxRuntimeError, ValueError, TypeError, IndexError, ArithmeticError, MemoryError):

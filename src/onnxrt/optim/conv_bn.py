@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import value_type_string
+from ..typecheck import accepts_types
 from .graph import Graph, Node
 
 
@@ -47,7 +49,7 @@ def _conv_params(g: Graph, conv: Node) -> tuple[np.ndarray, np.ndarray] | None:
     if w is None or w.dtype.kind != "f":
         return None
     b = g.const(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else np.zeros(w.shape[0], dtype=w.dtype)
-    if b is None:
+    if b is None or b.dtype != w.dtype:  # (a Conv of mixed types raises; folded it would not)
         return None
     return w, b
 
@@ -58,14 +60,18 @@ def _set_conv_params(g: Graph, conv: Node, w: np.ndarray, b: np.ndarray, dtype: 
     conv.inputs = [conv.inputs[0], wname, bname]
 
 
-def _folded(g: Graph, conv: Node, nxt: Node, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The Conv's weight and bias (float64) with ``nxt`` folded in, or None when it cannot be."""
+def _folded(g: Graph, conv: Node, nxt: Node, w: np.ndarray, b: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray] | None:
+    """The Conv's weight and bias (float64) with ``nxt`` folded in, or None when it cannot be
+    (``dtype``: the type of the Conv's weights and output)."""
     cout, rank = w.shape[0], w.ndim
     if nxt.op_type == "BatchNormalization":
         if not inference_batch_norm(nxt):
             return None
         vals = [g.const(n) for n in nxt.inputs[1:5]]
         if any(v is None for v in vals):
+            return None
+        # the folded node's type rules must hold (its X is the Conv's output, of W's type)
+        if not accepts_types("BatchNormalization", nxt.opset, [value_type_string(np.empty(0, dtype))] + [value_type_string(v) for v in vals]):
             return None
         scale, bias, mean, var = (v.astype(np.float64).reshape(-1) for v in vals)  # type: ignore[union-attr]
         eps = float(nxt.attr("epsilon", 1e-5))
@@ -74,7 +80,7 @@ def _folded(g: Graph, conv: Node, nxt: Node, w: np.ndarray, b: np.ndarray) -> tu
     if nxt.op_type in ("Mul", "Add") and nxt.opset >= 7:
         other = nxt.inputs[1] if nxt.inputs[0] == conv.outputs[0] else nxt.inputs[0]
         c = g.const(other)
-        if c is None:
+        if c is None or c.dtype != dtype:  # Mul/Add of the Conv's output (W's type) by c: one type
             return None
         vec = _channel_vector(c, cout, rank)
         if vec is None:
@@ -109,7 +115,7 @@ def fold_conv_bn(g: Graph) -> bool:
             if nxt is None or nxt.domain != "":
                 break
             # the chain accumulates in float64 and is rounded to the weights' type once
-            new = _folded(g, conv, nxt, w, b)
+            new = _folded(g, conv, nxt, w, b, dtype)
             if new is None:
                 break
             w, b = new

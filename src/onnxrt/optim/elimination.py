@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..dtypes import value_type_string
+from ..typecheck import accepts_types
 from .graph import Graph
 
 
@@ -9,6 +13,17 @@ def _dropout_is_identity(g: Graph, node, consumers, outputs) -> bool:
     mask = node.outputs[1] if len(node.outputs) > 1 else ""
     if mask and (mask in outputs or consumers.get(mask)):
         return False  # the mask is read (a named mask nothing reads is dropped with the node)
+    # Dropout accepts floating-point data only: bypassed, a tensor it refuses (an integer one,
+    # or one of a type the graph does not fix) would no longer raise InvalidTypeError
+    x_type = g.info.get(node.inputs[0], (None, None))[0] if node.inputs else None
+    if x_type is None:
+        return False
+    types = [value_type_string(np.empty(0, x_type))]
+    for name in node.inputs[1:3]:
+        c = g.const(name) if name else None
+        types.append(value_type_string(c) if c is not None else None)
+    if not accepts_types("Dropout", node.opset, types):
+        return False
     if node.opset >= 12:
         if len(node.inputs) >= 3 and node.inputs[2]:
             mode = g.const(node.inputs[2])
