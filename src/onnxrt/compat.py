@@ -154,7 +154,7 @@ def check_input_types(graph: onnx.GraphProto, options: Any, constants: set[str] 
             f"Input {vi.name!r} of graph {graph.name!r} declares no element type; the specification "
             f"requires one (onnxruntime refuses the model). onnxrt takes the type of each feed and "
             f"checks the nodes reading it on every run.",
-            stacklevel=4,
+            stacklevel=5,  # the caller of OnnxInference(...)
         )
 
 
