@@ -299,8 +299,11 @@ class Plan:
         self._types_checked = False
         fixed = self._fixed_input_slots(graph) if checked_feeds else set()
         self._dynamic_steps = _dynamic_steps(self.steps, set(self._input_slots) - fixed, self._outer_slots)
+        #: the kernels of the checked steps, unwrapped (runner's calls of input types seen before)
+        self._unchecked: dict[int, Callable[..., Any]] = {}
         for i in self._dynamic_steps:
             st = self.steps[i]
+            self._unchecked[i] = st.fn
             st.fn = _checked(st.op, st.fn)
         self._fast = [_fast_step(st) for st in self.steps]
 
@@ -366,10 +369,15 @@ class Plan:
         graph is not run: the output is fetched from its input (Identity hands over the same
         object). Every call must give every input. A runner belongs to one kernel call (one
         thread); outer values are bound again each call since their last reader releases them.
-        The first run of the plan takes the checked path of :meth:`_execute`."""
+        The first run of the plan takes the checked path of :meth:`_execute`. When the types
+        of the inputs and outer values decide every other (no node holds a subgraph), a call
+        whose input types an earlier call checked runs the steps without their checks."""
         values = self._template.copy()
         in_slots, outer = self._input_slots, self._outer_slots
-        steps, fetch_slots = self._runner_steps()
+        steps, fetch_slots, raw = self._runner_steps()
+        seen: set[tuple[Any, ...]] = set()
+        nd = np.ndarray
+        outer_key = tuple(_type_key(context[n]) for n, _ in outer) if raw is not None and outer else ()  # type: ignore[index]
         execute = self._execute
         full_fetch = _fetcher(self._output_slots)
         fetch = _fetcher(fetch_slots)
@@ -390,9 +398,14 @@ class Plan:
             if not self._types_checked:
                 execute(values)
                 return full_fetch(values)
+            todo = steps
+            if raw is not None:
+                key = tuple([v.dtype if type(v) is nd else _type_key(v) for v in inputs]) + outer_key
+                if key in seen:
+                    todo = raw
             index = 0
             try:
-                for index, fn, get, in0, out0, outs, frees, ctx in steps:
+                for index, fn, get, in0, out0, outs, frees, ctx in todo:
                     if ctx:
                         res = fn(*[values[s] for s in get], context={n: values[s] for n, s in ctx})
                     elif in0 >= 0:
@@ -410,13 +423,16 @@ class Plan:
                             values[s] = None
             except Exception as e:
                 raise wrap(e, index, values) from e
+            if todo is not raw and raw is not None:
+                seen.add(key)
             return fetch(values)
 
         return run
 
-    def _runner_steps(self) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...]]:
+    def _runner_steps(self) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...], tuple[tuple[Any, ...], ...] | None]:
         """The steps :meth:`runner` runs, as (index, fn, getter, single input, single output,
-        outputs, frees, context), and the slots its outputs are fetched from. Computed once."""
+        outputs, frees, context), the slots its outputs are fetched from, and the steps without
+        their type checks when the input types decide all others (None otherwise). Computed once."""
         cached = getattr(self, "_runner_cache", None)
         if cached is not None:
             return cached
@@ -443,7 +459,10 @@ class Plan:
             in0 = st.inputs[0] if len(st.inputs) == 1 and not st.context else -1
             out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
             steps.append((i, st.fn, get, in0, out0, st.outputs, st.frees, st.context))
-        cached = (tuple(steps), tuple(alias.get(s, s) for s in self._output_slots))
+        raw = None
+        if self._unchecked and not any(st.context or _holds_graph(st.node.proto) for st in self.steps):
+            raw = tuple((t[0], self._unchecked.get(t[0], t[1]), *t[2:]) for t in steps)
+        cached = (tuple(steps), tuple(alias.get(s, s) for s in self._output_slots), raw)
         self._runner_cache = cached
         return cached
 
