@@ -433,3 +433,63 @@ def test_if_branch_reads_untyped_outer(options):
     y = engine.run({"cond": np.array(False), "Z": z.astype(np.int32)})["Y"]
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, [-3, 4])
+
+
+def _loop(v_elem=0):
+    """V (no declared element type) carried through a Loop body adding a float32 one."""
+    body = h.make_graph(
+        [h.make_node("Add", ["v", "one"], ["a"]), h.make_node("Relu", ["a"], ["v_out"]), h.make_node("Identity", ["c"], ["c_out"])],
+        "body",
+        [_vi("i", T.INT64, []), _vi("c", T.BOOL, []), _vi("v", v_elem, None)],
+        [_vi("c_out", T.BOOL, []), _vi("v_out", v_elem, None)],
+    )
+    return _model(
+        [h.make_node("Loop", ["N", "", "V"], ["Y"], body=body)],
+        [_vi("N", T.INT64, []), _vi("V", v_elem, [3])],
+        [_vi("Y", v_elem, None)],
+        [nh.from_array(np.ones(3, np.float32), "one")],
+    )
+
+
+@LEVELS
+def test_loop_body_carried_untyped(options):
+    model = _loop()
+    engine = _engine(model, options)
+    v = np.array([-5.0, 0.5, 2.0], np.float32)
+    n = np.array(4, np.int64)
+    (expected,) = _ort(_loop(T.FLOAT), {"N": n, "V": v})
+    for _ in range(2):  # the second run takes the checked body's quick path
+        y = engine.run({"N": n, "V": v})["Y"]
+        assert y.dtype == np.float32 and y.shape == (3,)
+        np.testing.assert_array_equal(y, expected)
+    with pytest.raises(InvalidTypeError, match=r"tensor\(int32\)"):
+        engine.run({"N": n, "V": v.astype(np.int32)})
+    with pytest.raises(InvalidTypeError, match=r"tensor\(double\)"):
+        engine.run({"N": n, "V": v.astype(np.float64)})
+    np.testing.assert_array_equal(engine.run({"N": n, "V": v})["Y"], expected)
+
+
+@LEVELS
+def test_loop_carried_type_changes_between_iterations(options):
+    """The body turns v into float64: the second iteration's Add(v, float32 one) breaks T."""
+    body = h.make_graph(
+        [h.make_node("Add", ["v", "one"], ["a"]), h.make_node("Cast", ["a"], ["v_out"], to=T.DOUBLE),
+         h.make_node("Identity", ["c"], ["c_out"])],
+        "body",
+        [_vi("i", T.INT64, []), _vi("c", T.BOOL, []), _vi("v", 0, None)],
+        [_vi("c_out", T.BOOL, []), _vi("v_out", 0, None)],
+    )
+    model = _model(
+        [h.make_node("Loop", ["N", "", "V"], ["Y"], body=body)],
+        [_vi("N", T.INT64, []), _vi("V", T.FLOAT, [2])],
+        [_vi("Y", 0, None)],
+        [nh.from_array(np.ones(2, np.float32), "one")],
+    )
+    engine = _engine(model, options)
+    v = np.array([1.0, 2.0], np.float32)
+    y = engine.run({"N": np.array(1, np.int64), "V": v})["Y"]  # one iteration: valid
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, [2.0, 3.0])
+    for _ in range(2):
+        with pytest.raises(InvalidTypeError, match=r"tensor\(double\)"):
+            engine.run({"N": np.array(3, np.int64), "V": v})
