@@ -54,6 +54,65 @@ def function_key(domain: str, name: str, overload: str = "") -> FunctionKey:
 
 _counter = itertools.count()
 _MAX_DEPTH = 64
+#: the default node budget of one graph's expansion (SessionOptions.max_expanded_nodes raises it)
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def expansion_budget(options: Any = None) -> int:
+    """How many nodes one graph may expand to, its subgraphs' nodes included:
+    ``SessionOptions.max_expanded_nodes`` when set, else :data:`MAX_EXPANDED_NODES`."""
+    cap = getattr(options, "max_expanded_nodes", None)
+    return MAX_EXPANDED_NODES if cap is None else int(cap)
+
+
+def _expanded_count(
+    protos: Iterable[NodeProto], functions: dict[FunctionKey, FunctionProto], memo: dict[FunctionKey, int], visiting: set[FunctionKey]
+) -> int:
+    # nodes after inlining every local-function call, subgraphs (If, Loop, Scan bodies:
+    # copied into every call) included; one pass per function thanks to ``memo``, so a
+    # function calling its callee twice per level is counted in linear time, not 2**depth
+    total = 0
+    for p in protos:
+        key = function_key(p.domain, p.op_type, getattr(p, "overload", ""))
+        fn = functions.get(key)
+        if fn is not None:
+            if key not in memo:
+                if key in visiting:  # a recursive function: the depth limit reports it
+                    total += 1
+                    continue
+                visiting.add(key)
+                memo[key] = _expanded_count(fn.node, functions, memo, visiting)
+                visiting.discard(key)
+            total += memo[key]
+            continue
+        total += 1
+        for att in p.attribute:
+            if att.type == AttributeProto.GRAPH:
+                total += _expanded_count(att.g.node, functions, memo, visiting)
+            elif att.type == AttributeProto.GRAPHS:
+                for g in att.graphs:
+                    total += _expanded_count(g.node, functions, memo, visiting)
+    return total
+
+
+def check_expansion(nodes: Iterable[NodeProto], functions: dict[FunctionKey, FunctionProto], budget: int) -> None:
+    """Raise GraphError before any inlining when the graph's nodes would expand to more than
+    ``budget`` nodes, naming the first call that crosses it."""
+    if not functions:
+        return
+    nodes = list(nodes)
+    memo: dict[FunctionKey, int] = {}
+    total = 0
+    for p in nodes:
+        total += _expanded_count([p], functions, memo, set())
+        if total > budget:
+            key = function_key(p.domain, p.op_type, getattr(p, "overload", ""))
+            what = f"function {(key[0] + ':' if key[0] else '') + key[1]!r} (node {p.name!r})" if key in functions else f"node {p.name!r} ({p.op_type})"
+            raise GraphError(
+                f"Expanding {what} brings the graph to more than {budget} nodes "
+                f"({_expanded_count(nodes, functions, memo, set())} in all), above the "
+                f"expansion budget of {budget} nodes; raise SessionOptions.max_expanded_nodes to allow it."
+            )
 
 
 def _domain(domain: str) -> str:
@@ -413,6 +472,7 @@ def expand(
     schema_body: Any = None,
     depth: int = 0,
     types: ValueTypes | None = None,
+    budget: int | None = None,
 ) -> list[GraphNode]:
     """Replace every call of a model-local function (recursively) by the function's nodes.
 
@@ -420,7 +480,11 @@ def expand(
     operator that has no kernel but whose schema defines a function; when ``types`` is
     given it is called as ``schema_body(node, types)`` so that context-dependent bodies can
     be built, and the nodes of every inlined body are recorded in ``types``.
+    The size of the result is counted first (:func:`check_expansion`): more than ``budget``
+    nodes (default :func:`expansion_budget`) raise GraphError before any inlining.
     """
+    if depth == 0:
+        check_expansion([gn.proto for gn in nodes], functions, MAX_EXPANDED_NODES if budget is None else budget)
     if depth > _MAX_DEPTH:
         raise GraphError("Function calls nest deeper than 64 levels (a recursive function?).")
     out: list[GraphNode] = []

@@ -15,7 +15,7 @@ from . import compat
 from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
-from .functions import function_key
+from .functions import check_expansion, expansion_budget, function_key
 from .model import check_versions, load_model
 from .ops_cpu import _jit
 from .ops_cpu._jit import no_jit_run
@@ -300,6 +300,8 @@ class OnnxInference:
         self.opsets = check_versions(proto)
         functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}
         self._functions = functions
+        # before onnx's shape inference, which inlines the functions too (2**depth nodes)
+        check_expansion(proto.graph.node, functions, expansion_budget(options))
         #: IR >= 4: an initializer also listed as an input is a default a feed may override;
         #: before, every initializer was listed as an input and is a constant (onnxruntime's rule)
         self.overridable = proto.ir_version >= 4

@@ -167,6 +167,9 @@ class SessionOptions(_Options):
 
     * ``max_tensor_bytes`` (onnxrt's own): refuse any single tensor larger than this many
       bytes (None: no cap but physical memory).
+    * ``max_expanded_nodes`` (onnxrt's own, default 1,000,000): the most nodes one graph
+      (its subgraphs included) may have once model-local functions are inlined; a model
+      above it is refused when the session is created, before any inlining.
     * ``strict`` (onnxrt's own, default False): the one-time warnings onnxrt gives for models
       that break the ONNX specification become errors.
     * ``profile_file_prefix`` defaults to ``"onnxrt_profile"``.
@@ -203,6 +206,7 @@ class SessionOptions(_Options):
         "use_deterministic_compute": (_bool, False),
         "use_per_session_threads": (_bool, True),
         "max_tensor_bytes": (_optional_int(0), None),
+        "max_expanded_nodes": (_int(1), 1_000_000),  # functions.MAX_EXPANDED_NODES
         "strict": (_bool, False),
     }
 

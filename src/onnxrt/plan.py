@@ -15,7 +15,7 @@ from onnx import GraphProto
 from . import compat, registry
 from .dtypes import value_type_string
 from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
-from .functions import FunctionKey, GraphNode, ValueTypes, expand, schema_body
+from .functions import FunctionKey, GraphNode, ValueTypes, expand, expansion_budget, schema_body
 from .model import initializer_array, load_limit, sort_nodes, sparse_initializer_array
 from .ops_cpu._op import OpRun
 from .typecheck import check_input_types
@@ -170,7 +170,7 @@ class Plan:
         nodes = [GraphNode(n, opsets) for n in protos]
         # value types are only looked up to build context-dependent function bodies
         types = ValueTypes(graph, opsets, self.functions)
-        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types)
+        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types, budget=expansion_budget(options))
         local = set(self.input_names) | set(self.initializers)
         available = local | set(outer_names)
         order = sort_nodes(nodes, available, graph.name)
