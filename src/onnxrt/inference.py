@@ -210,6 +210,55 @@ def _output_value(v: Any) -> Any:
     return v
 
 
+def _distinct(out: list[Any]) -> list[Any]:
+    """``out`` (in place) with each array that shares memory with an earlier one replaced by
+    a copy: outputs B = Identity(A) and C = Reshape(A) are one buffer in the engine, and the
+    caller must be able to write one without changing the other (onnxruntime's outputs are
+    independent). Arrays are grouped by the buffer that owns their memory (numpy keeps the
+    owner in ``base``), so the common case costs one ``id`` per output; views of one buffer
+    that do not overlap (Split's parts) stay as they are."""
+    if len(out) == 2:  # two fresh arrays: nothing to look at
+        a, b = out
+        if type(a) is np.ndarray and type(b) is np.ndarray and a is not b and a.base is None and b.base is None:
+            return out
+    seen: set[int] = set()
+    for v in out:  # the common case: every output owns its buffer, or none shares an owner
+        if type(v) is np.ndarray:
+            b = v.base
+            k = id(v) if b is None else id(b)
+            if k in seen:
+                return _distinct_slow(out)
+            seen.add(k)
+        elif isinstance(v, list):
+            return _distinct_slow(out)
+    return out
+
+
+def _distinct_slow(out: list[Any]) -> list[Any]:
+    owners: dict[int, list[np.ndarray]] = {}
+    for i, v in enumerate(out):
+        if isinstance(v, list):
+            out[i] = v = list(v)
+            items = enumerate(v)
+        else:
+            items = ((None, v),)
+        for j, a in items:
+            if type(a) is not np.ndarray:
+                continue
+            key = id(a if a.base is None else a.base)
+            seen = owners.get(key)
+            if seen is None:
+                owners[key] = [a]
+            elif any(np.may_share_memory(a, b) for b in seen):
+                if j is None:
+                    out[i] = a.copy()
+                else:
+                    v[j] = a.copy()
+            else:
+                seen.append(a)
+    return out
+
+
 def _graph_domains(graph: onnx.GraphProto, found: set[str]) -> set[str]:
     for node in graph.node:
         found.add("" if node.domain == "ai.onnx" else node.domain)
@@ -459,7 +508,7 @@ class OnnxInference:
         for s in self.plan._output_slots:
             v = values[s]
             out.append(v if type(v) is np.ndarray and v.flags.writeable else _output_value(v))
-        return out
+        return _distinct(out) if len(out) > 1 else out
 
     def _run(
         self,
@@ -473,7 +522,9 @@ class OnnxInference:
         plan = self.plan
         if output_names is None and not (intermediate or verbose or trace is not None):
             values = plan.run_dict(feeds)  # the hot path
-            return {n: _output_value(values[s]) for n, s in zip(plan.output_names, plan._output_slots)}
+            if len(plan.output_names) == 1:
+                return {plan.output_names[0]: _output_value(values[plan._output_slots[0]])}
+            return dict(zip(plan.output_names, _distinct([_output_value(values[s]) for s in plan._output_slots])))
         wanted = output_names if output_names is not None else self.output_names
         if intermediate or any(n not in plan.slots for n in wanted):
             plan = self.plain_plan  # the values of the graph as written, before optimisation
@@ -491,11 +542,12 @@ class OnnxInference:
                 values[plan.slots[name]] = v
             plan._execute_slow(values, hook, keep=keep)
             if intermediate:
-                return {n: _output_value(values[s]) for n, s in plan.slots.items() if s < len(values)}
+                names = [n for n, s in plan.slots.items() if s < len(values)]
+                return dict(zip(names, _distinct([_output_value(values[plan.slots[n]]) for n in names])))
         else:
             values = plan.run_dict(feeds)
         slots = plan.slots
-        return {n: _output_value(values[slots[n]]) for n in wanted}
+        return dict(zip(wanted, _distinct([_output_value(values[slots[n]]) for n in wanted])))
 
     @property
     def plain_plan(self) -> Plan:

@@ -6,9 +6,10 @@ import enum
 import operator
 import os
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
-from .errors import ConfigEntryError, InvalidOptionError, NotApplicableError, UnknownOptionError
+from .errors import ConfigEntryError, InvalidOptionError, NotApplicableError, RunTerminatedError, UnknownOptionError
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -293,11 +294,22 @@ class SessionOptions(_Options):
         )
 
 
+#: the RunOptions of the run in progress in this thread (InferenceSession.run with options):
+#: Loop and Scan read it once per call and check ``terminate`` before every iteration
+CURRENT_RUN_OPTIONS: ContextVar[Any] = ContextVar("onnxrt_run_options", default=None)
+
+
+def check_terminate(run_options: Any) -> None:
+    """Raise RunTerminatedError when ``run_options`` (None: never) has ``terminate`` set."""
+    if run_options is not None and run_options.terminate:
+        raise RunTerminatedError("Exiting due to terminate flag being set to true (RunOptions.terminate).")
+
+
 class RunOptions(_Options):
     """Per-run options, with onnxruntime's attribute names and type checks.
 
     ``terminate`` set to True (from any thread) makes runs using these options stop before
-    their next node with :class:`~onnxrt.RunTerminatedError`. ``run_tag`` is onnxrt's own
+    their next node, or a Loop's or Scan's next iteration, with :class:`~onnxrt.RunTerminatedError`. ``run_tag`` is onnxrt's own
     (a free label, added to the run's log records). ``log_severity_level`` (-1: the
     session's), ``log_verbosity_level`` and ``logid`` filter and label the run's log records.
     ``only_execute_path_to_fetches`` is kept and changes nothing (onnxrt runs what the

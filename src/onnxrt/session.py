@@ -17,12 +17,11 @@ from .errors import (
     InvalidFeedError,
     InvalidOptionError,
     ModelConfigError,
-    RunTerminatedError,
     SessionStateError,
 )
-from .inference import OnnxInference
+from .inference import OnnxInference, _distinct
 from .iobinding import IOBinding
-from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
+from .options import CURRENT_RUN_OPTIONS, ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions, check_terminate
 from .ortvalue import OrtMemoryInfo, OrtValue, SparseTensor, _strings, cpu_memory_info
 from .providers import LOGGER, SHARED_ALLOCATORS, log, normalize_providers
 from .tools.profiling import Profiler
@@ -411,6 +410,16 @@ class InferenceSession:
             raise InvalidFeedError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}). {e}") from None
 
     def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None) -> list[Any]:
+        if run_options is None:
+            return self._run_logged(output_names, input_feed, None)
+        # Loop and Scan find the options here and stop between iterations when terminate is set
+        token = CURRENT_RUN_OPTIONS.set(run_options)
+        try:
+            return self._run_logged(output_names, input_feed, run_options)
+        finally:
+            CURRENT_RUN_OPTIONS.reset(token)
+
+    def _run_logged(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None) -> list[Any]:
         names = list(output_names) if output_names else None
         trace = self._terminator(run_options) if run_options is not None else None
         level, logid, verbosity = self._log_level, self._logid, self._verbosity
@@ -462,7 +471,9 @@ class InferenceSession:
             res = self._engine.run(input_feed, output_names=names)
         if names is None:
             return [_session_owned(r) for r in res.values()]
-        return [_session_owned(res[n]) for n in names]
+        out = [_session_owned(res[n]) for n in names]
+        # a name requested twice: two arrays the caller may write independently
+        return _distinct(out) if len(out) > 1 else out
 
     @staticmethod
     def _terminator(run_options: Any) -> Callable[..., None]:
@@ -470,8 +481,7 @@ class InferenceSession:
             raise InvalidOptionError(f"run_options must be an onnxrt.RunOptions, got {type(run_options).__name__}.")
 
         def stop(*_: Any) -> None:
-            if run_options.terminate:
-                raise RunTerminatedError("Exiting due to terminate flag being set to true (RunOptions.terminate).")
+            check_terminate(run_options)
 
         stop()
         return stop

@@ -10,6 +10,7 @@ import onnx
 
 from ..dtypes import np_dtype
 from ..errors import InvalidAttributeError, KernelError
+from ..options import CURRENT_RUN_OPTIONS, check_terminate
 from ..registry import register
 from ._op import OpRun
 from .op_if import condition, subgraph_plan
@@ -116,8 +117,12 @@ class Loop(OpRun):
         run = self._body.runner(context)
         end = 1 + n_carried
         counter = self._reads_iteration
+        # RunOptions.terminate set from another thread stops the loop before its next iteration
+        options = CURRENT_RUN_OPTIONS.get()
         i = 0
         while keep_going and i < trip:
+            if options is not None and options.terminate:
+                check_terminate(options)
             outs = run([np.array(i, dtype=np.int64) if counter else None, cond_value, *carried])
             cond_value = outs[0]
             carried = outs[1:end]

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
+from ..options import CURRENT_RUN_OPTIONS, check_terminate
 from ..registry import register
 from ._indexing import normalize_axis
 from ._op import OpRun
@@ -84,6 +85,7 @@ class Scan8(_ScanBase):
         run = self._body.runner(context)
         n_out = self._n_scan_out
         final_states: list[list[Any]] = [[] for _ in range(n_state)]
+        options = CURRENT_RUN_OPTIONS.get()  # RunOptions.terminate stops before the next iteration
         per_batch: list[list[np.ndarray]] = [[] for _ in range(n_out)]
         for b in range(batch):
             states = [s[b] for s in states0]
@@ -92,6 +94,8 @@ class Scan8(_ScanBase):
             seqs = [x[b, length - 1 :: -1] if d else x[b] for x, d in zip(scans, self._directions)] if length else []
             outs_t: list[list[Any]] = [[] for _ in range(n_out)]
             for t in range(length):
+                if options is not None and options.terminate:
+                    check_terminate(options)
                 # x[t, ...] keeps a 0-d array (x[t] of a 1-D tensor would be a numpy scalar)
                 outs = run([*states, *[x[t, ...] for x in seqs]])
                 states = outs[:n_state]
@@ -165,7 +169,10 @@ class Scan(_ScanBase):
         # tuple of views per step
         steps = zip(*[list(x) if x.ndim > 1 else [x[t, ...] for t in range(length)] for x in seqs]) if length else ()
         collected: list[tuple[Any, ...]] = []
+        options = CURRENT_RUN_OPTIONS.get()  # RunOptions.terminate stops before the next iteration
         for elements in steps:
+            if options is not None and options.terminate:
+                check_terminate(options)
             outs = run([*states, *elements])
             states = outs[:n_state]
             if n_out:
