@@ -95,6 +95,10 @@ def _expanded_count(
     return total
 
 
+def _label(key: FunctionKey) -> str:
+    return repr((key[0] + ":" if key[0] else "") + key[1])
+
+
 def check_expansion(nodes: Iterable[NodeProto], functions: dict[FunctionKey, FunctionProto], budget: int) -> None:
     """Raise GraphError before any inlining when the graph's nodes would expand to more than
     ``budget`` nodes, naming the first call that crosses it."""
@@ -107,7 +111,11 @@ def check_expansion(nodes: Iterable[NodeProto], functions: dict[FunctionKey, Fun
         total += _expanded_count([p], functions, memo, set())
         if total > budget:
             key = function_key(p.domain, p.op_type, getattr(p, "overload", ""))
-            what = f"function {(key[0] + ':' if key[0] else '') + key[1]!r} (node {p.name!r})" if key in functions else f"node {p.name!r} ({p.op_type})"
+            if key in functions:
+                what = f"function {_label(key)} (node {p.name!r})"
+            else:  # a node whose subgraphs call functions: name the largest
+                big = max(memo, key=memo.__getitem__)
+                what = f"node {p.name!r} ({p.op_type}), whose subgraphs call function {_label(big)} ({memo[big]} nodes),"
             raise GraphError(
                 f"Expanding {what} brings the graph to more than {budget} nodes "
                 f"({_expanded_count(nodes, functions, memo, set())} in all), above the "
