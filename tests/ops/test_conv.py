@@ -1334,36 +1334,30 @@ def test_conv_into_a_block_of_a_larger_output(shape, wshape, kw):
 
 
 def test_prepared_convolution_is_keyed_by_the_residuals_dtype():
-    """A fused Conv + Add whose residual input declares no type: a float32 residual first
-    (a prepared float32 executor: 1x1 products and Winograd at 64 channels of 56x56), then
-    float64 and int8 ones of the same shape. Each run must compute with its own residual,
-    never read its buffer as float32 (past its end for int8: a crash at large shapes, stray
-    values at small ones)."""
-    import onnxrt
-    from onnx import TensorProto as TP
-    from onnx import helper, numpy_helper
+    """The fused Conv + residual kernel with a node's prepared executors: a float32 residual
+    first (a prepared float32 executor: 1x1 products and Winograd at 64 channels of 56x56,
+    read-only weights), then float64 and int8 residuals of the same shape. Each call must
+    compute with its own residual, never read its buffer as float32 (past its end for int8:
+    a crash at large shapes, stray values at small ones). (Through a session the engine now
+    refuses a residual whose type differs from the convolution's, tests/engine/test_type_checks.py;
+    the kernel's cache must not rely on it.)"""
+    from onnxrt.ops_cpu.op_conv import conv
 
     rng = np.random.default_rng(0)
     for k in (1, 3):
-        w = numpy_helper.from_array(rng.random((64, 64, k, k)).astype(np.float32), "w")
-        graph = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w"], ["c"], pads=[k // 2] * 4), helper.make_node("Add", ["c", "z"], ["y"])],
-            "g",
-            [helper.make_tensor_value_info("x", TP.FLOAT, [1, 64, 56, 56]), helper.make_tensor_value_info("z", 0, None)],
-            [helper.make_tensor_value_info("y", TP.FLOAT, None)],
-            [w],
-        )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        sess = onnxrt.InferenceSession(model.SerializeToString())
+        w = rng.random((64, 64, k, k)).astype(np.float32)
+        w.flags.writeable = False  # as a model's initializers: Winograd's transform is kept
         x = rng.random((1, 64, 56, 56)).astype(np.float32)
-        zeros = np.zeros((1, 64, 56, 56), np.float32)
-        plain = onnxrt.InferenceSession(model.SerializeToString()).run(None, {"x": x, "z": zeros})[0].astype(np.float64)
+        kw = dict(pads=[k // 2] * 4, kernel_shape=[k, k])
+        plain = conv(x, w, None, None, **kw).astype(np.float64)
         # positive operands: each output is a sum of 64 k^2 products, whatever path computes
         # it the rounding stays within that many ulps of the output (plus the residual's add)
         atol = (64 * k * k + 1) * np.finfo(np.float32).eps * (plain.max() + 3)
-        for _ in range(2):  # each type's second run goes through whatever its first prepared
-            for z in (np.full(zeros.shape, 0.5, np.float32), np.full(zeros.shape, 2.0, np.float64),
-                      np.full(zeros.shape, 3, np.int8)):
-                y = sess.run(None, {"x": x, "z": z})[0]
+        prepared: dict = {}
+        for _ in range(2):  # each type's second call goes through whatever its first prepared
+            for z in (np.full(plain.shape, 0.5, np.float32), np.full(plain.shape, 2.0, np.float64),
+                      np.full(plain.shape, 3, np.int8)):
+                y = conv(x, w, None, z, **kw, prepared=prepared)
                 assert y.shape == (1, 64, 56, 56)
                 np.testing.assert_allclose(y.astype(np.float64), plain + float(z.flat[0]), rtol=0, atol=atol)
+        assert any(entry[2] is not None for entry in prepared.values())  # an executor was prepared and used
