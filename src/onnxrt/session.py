@@ -377,6 +377,21 @@ class InferenceSession:
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None = None) -> list[Any]:
         """Run the model; returns the requested outputs as a list of numpy arrays (lists for
         sequences). ``run_options.terminate`` is checked before the run and after each node."""
+        if (
+            run_options is None and not output_names and type(input_feed) is dict and self._profiler is None
+            and not self._convert_always and (self._log_level if self._log_level >= 0 else LOGGER.severity) > 0
+        ):
+            # the hot path: arrays in, every output out, nothing to log or profile
+            for v in input_feed.values():
+                if type(v) is not np.ndarray:
+                    break
+            else:
+                try:
+                    outs = self._engine.run_outputs(input_feed)
+                except InvalidFeedError as e:
+                    raise self._missing_inputs_error(input_feed, e) from None
+                # views over the engine's buffers, as onnxruntime's results are (``base`` set)
+                return [r.view() if type(r) is np.ndarray and r.base is None else r for r in outs]
         if not isinstance(input_feed, dict):
             raise InvalidFeedError(f"input_feed must be a dict name -> value, got {type(input_feed).__name__}.")
         if isinstance(output_names, str):
@@ -403,11 +418,14 @@ class InferenceSession:
                 return [_session_owned(r) for r in self._engine.run_outputs(input_feed)]  # the hot path
             return self._run(output_names, input_feed, run_options)
         except InvalidFeedError as e:
-            missing = [n for n in self._engine.plan.required_inputs if n not in input_feed]
-            if not missing:
-                raise
-            # onnxruntime's words first (code matches them), then the engine's details
-            raise InvalidFeedError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}). {e}") from None
+            raise self._missing_inputs_error(input_feed, e) from None
+
+    def _missing_inputs_error(self, input_feed: dict[str, Any], e: InvalidFeedError) -> InvalidFeedError:
+        """``e``, or onnxruntime's words for missing inputs first (code matches them), then the engine's details."""
+        missing = [n for n in self._engine.plan.required_inputs if n not in input_feed]
+        if not missing:
+            return e
+        return InvalidFeedError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}). {e}")
 
     def _run(self, output_names: list[str] | None, input_feed: dict[str, Any], run_options: RunOptions | None) -> list[Any]:
         if run_options is None:
