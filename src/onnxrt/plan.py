@@ -248,9 +248,13 @@ class Plan:
 
             return compile_graph
 
+        # the initializers no feed can replace: kernels may cache what they derive from them
+        constants = set(self.initializers) - (set(self.input_names) if overridable_initializers else set())
         self.steps: list[Step] = []
         for gn in nodes:
             op = self._make_op(gn, compile_graph_for(gn))
+            if consts := [i for i, n in enumerate(gn.input) if n in constants]:
+                op.set_const_inputs(consts)
             ins = tuple(slot(n) for n in gn.input)
             outs = tuple(slot(n, output=True) for n in gn.output)
             ctx_names = list(op.implicit_inputs)

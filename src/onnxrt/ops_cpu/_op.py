@@ -119,6 +119,11 @@ class OpRun:
     #: whose kernels all say so leaves BLAS's thread count alone (setting and restoring it
     #: cost 25-45 us a run behind a large kernel). True, the safe value, by default.
     uses_blas: ClassVar[bool] = True
+    #: positions of the inputs that are the model's own constants (initializers the plan
+    #: holds, never fed: the same immutable array on every run of the session), told by the
+    #: plan through :meth:`set_const_inputs`; only data derived from these may be cached
+    #: across runs (a feed's memory may change between runs even when it is read-only)
+    const_inputs: frozenset[int] = frozenset()
 
     def __init__(self, onnx_node: NodeProto, desc: dict[str, Any] | None = None, **options: Any):
         self.onnx_node = onnx_node
@@ -138,6 +143,10 @@ class OpRun:
         self._parse_attributes(desc or {})
 
     # -- attributes -------------------------------------------------------------------
+
+    def set_const_inputs(self, positions: Any) -> None:
+        """Called by the plan once the node is built: ``positions`` of its model constants."""
+        self.const_inputs = frozenset(positions)
 
     def _node_label(self) -> str:
         return f"Node {self.onnx_node.name!r} ({self.onnx_node.op_type or type(self).op_type})"
