@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-import weakref
 from functools import lru_cache
 from math import prod
 
@@ -107,6 +106,7 @@ def conv_core(
     out_shape: Sequence[int],
     epilogue: list | None = None,
     out: np.ndarray | None = None,
+    wcache: dict | None = None,
 ) -> np.ndarray:
     """The correlation ``Y[n, m, o] = sum_{c, k} W[m, c, k] * Xpad[n, g(m)*Cg + c, o*s + k*d]``.
 
@@ -163,7 +163,7 @@ def conv_core(
 
     same = all(st == 1 for st in strides) and tuple(out_shape[1:]) == tuple(x.shape[3:])
     if _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_shape) and (
-        (u := _winograd_weights(w)) is not None
+        (u := _winograd_weights(w, wcache)) is not None
     ):
         return _conv_winograd(x, u, pads_begin, tuple(out_shape), epilogue, out)
     if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
@@ -219,7 +219,6 @@ def conv_core(
 #: densenet's), 0.85 at 32 -> 32 (56x56); 1.7 at 16 -> 64 (55x55); 1.05-1.15 at 13x13 and
 #: 7x7 (but for 224 -> 224: 0.9)
 WINO_MIN_CHANNELS = 32
-_WINO_WEIGHTS: dict[int, tuple] = {}
 
 
 def _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_shape) -> bool:
@@ -231,25 +230,22 @@ def _winograd_fits(kernel, group, dtype, strides, dilations, n_ch, m_out, out_sh
     )
 
 
-def _winograd_weights(w: np.ndarray) -> np.ndarray | None:
+def _winograd_weights(w: np.ndarray, wcache: dict | None) -> np.ndarray | None:
     """U = G g G^T (16, M, C) of the float32 3x3 weights ``w`` (M, C, 3, 3), computed in float64
-    and rounded once, cached for the life of ``w`` when nothing can change it (the read-only
-    initializers of a model); None without the compiled loops and BLAS, or for weights that
-    may change between runs (the direct paths then run: a transform per run costs too much)."""
-    if _jit.kernels() is None or blas_sgemm_address() is None:
+    and rounded once, kept in ``wcache``: the node's own cache, given only when W is a model
+    constant (OpRun.const_inputs: an initializer the plan holds, the same immutable array on
+    every run). The entry holds ``w`` itself and is served for that very array only, so a
+    freed array's id taken by another never finds its transform. None without the compiled
+    loops and BLAS, or without ``wcache`` (a feed, which may change between runs even when
+    read-only: the direct paths then run, a transform per run costs too much)."""
+    if wcache is None or _jit.kernels() is None or blas_sgemm_address() is None:
         return None
-    base = w
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            return None
-        base = base.base
-    hit = _WINO_WEIGHTS.get(id(w))
-    if hit is not None and hit[0]() is w:
+    hit = wcache.get("winograd")
+    if hit is not None and hit[0] is w:
         return hit[1]
     u = np.empty((16,) + w.shape[:2], np.float32)
     _jit.kernels().wino_weights(np.ascontiguousarray(w), u)  # 10 ms for 512 x 512 where einsum took 200
-    key = id(w)
-    _WINO_WEIGHTS[key] = (weakref.ref(w, lambda _r, key=key: _WINO_WEIGHTS.pop(key, None)), u)
+    wcache["winograd"] = (w, u)
     return u
 
 
@@ -712,7 +708,7 @@ PREPARED_ENTRIES = 8
 
 
 def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad, activation,
-                   shuffle=None):
+                   shuffle=None, wcache=None):
     """The result of a convolution that a prepared executor computes (None: the general path
     computes it). A node's executors are kept in ``cache`` (one dict per node: its other
     attributes never change) by input shape, weights and bias (held, so their ids stay
@@ -730,14 +726,14 @@ def _prepared_conv(cache: dict, x, w, b, z, out, group, kernel_shape, strides, d
         run = None
         if x.dtype == np.float32 and activation in (None, "Relu"):
             run = _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, activation == "Relu",
-                           shuffle)
+                           shuffle, wcache)
         entry = cache[key] = (w, b, run)
     if entry[0] is not w or entry[1] is not b or entry[2] is None:
         return None
     return entry[2](x, z, out)
 
 
-def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu, shuffle=None):
+def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad, relu, shuffle=None, wcache=None):
     """An executor ``run(x, z, out) -> y or None`` for one float32 image of this shape whose
     convolution conv_core would run as team jobs (1x1, grouped 1x1, depthwise, Winograd's
     three stages for read-only weights, im2col of a small map and its product): the
@@ -789,7 +785,7 @@ def _prepare(x, w, b, z, group, kernel_shape, strides, dilations, pads, auto_pad
                            n_ch * npix * kp, max_parts=n_ch, cold_total=2 * _JIT_PART_TAPS)
         return _prepared_run(job, y_shape, z is not None, blas=False)
     if _winograd_fits(kernel, group, np.dtype(np.float32), st, dl, n_ch, m_out, out_shape):
-        u = _winograd_weights(w)
+        u = _winograd_weights(w, wcache)
         return None if u is None else _prepared_winograd(x.shape, u, pb, tuple(out_shape), bias, zslot, zsize, relu,
                                                          sgemm, y_shape)
     if group != 1 or len(kernel) != 2 or npix >= BAND_MIN_PIXELS:
@@ -932,6 +928,7 @@ def conv(
     out: np.ndarray | None = None,
     prepared: dict | None = None,
     shuffle: Sequence[int] | None = None,
+    weights_cache: dict | None = None,
 ) -> np.ndarray:
     """ONNX Conv: X ``(N, C, *S)``, W ``(M, C/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
 
@@ -949,33 +946,37 @@ def conv(
     runs as team jobs skip the general path's decisions (:func:`_prepare`): same results.
     ``shuffle`` (N, G, C/G, H, W), a channel shuffle the optimiser folded into the node
     (onnxrt.optim.channel_shuffle), reorders Y's channels as Reshape(shuffle), Transpose(0,
-    2, 1, 3, 4) and Reshape(N, C, H, W) would.
+    2, 1, 3, 4) and Reshape(N, C, H, W) would. ``weights_cache``, a dict the node keeps when W
+    is one of the model's constants (never for a feed), holds what is derived from W across
+    runs (Winograd's transformed weights); without it nothing derived from W outlives the call.
     """
     if prepared is not None and (
         y := _prepared_conv(prepared, x, w, b, z, out, group, kernel_shape, strides, dilations, pads, auto_pad,
-                            activation, shuffle)
+                            activation, shuffle, weights_cache)
     ) is not None:
         return y
     if shuffle is not None:
         y = _shuffle_channels(conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group,
                                    kernel_shape=kernel_shape, pads=pads, strides=strides, activation=activation,
-                                   activation_params=activation_params), shuffle)
+                                   activation_params=activation_params, weights_cache=weights_cache), shuffle)
         if out is not None:
             np.copyto(out, y)
             return out
         return y
     if out is not None:
         y = _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
-                  pads=pads, strides=strides, activation=activation, activation_params=activation_params, _into=out)
+                  pads=pads, strides=strides, activation=activation, activation_params=activation_params, _into=out,
+                  _wcache=weights_cache)
         if not (y.shape == out.shape and y.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
             np.copyto(out, y)  # a path that does not write into ``out`` (or another dtype)
         return out
     return _conv(x, w, b, z, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
-                 pads=pads, strides=strides, activation=activation, activation_params=activation_params)
+                 pads=pads, strides=strides, activation=activation, activation_params=activation_params,
+                 _wcache=weights_cache)
 
 
 def _conv(x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None,
-          strides=None, activation=None, activation_params=(), _into=None) -> np.ndarray:
+          strides=None, activation=None, activation_params=(), _into=None, _wcache=None) -> np.ndarray:
     x = np.asarray(x)
     w = np.asarray(w)
     kernel, s, d, pb, out_shape = conv_geometry(x, w, group, kernel_shape, strides, dilations, pads, auto_pad)
@@ -1004,7 +1005,9 @@ def _conv(x, w, b=None, z=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     else:
         into = _into if (_into is not None and _into.shape == y_shape and _into.dtype == cdt == x.dtype
                          and _into.flags.c_contiguous) else None
-        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue, into)
+        # (a float16 W's float32 copy is new each call: its transform is not kept)
+        y = conv_core(as_compute(x, cdt), as_compute(w, cdt), pb, s, d, group, out_shape, epilogue, into,
+                      _wcache if cdt == w.dtype else None)
         if epilogue == []:  # the kernel added the bias and the residual and applied the Relu
             return to_output(y, x.dtype)
         if epilogue is not None and y.flags.c_contiguous and y.size >= 4096 and (k := _jit.kernels()) is not None:
@@ -1026,7 +1029,7 @@ def conv_node(kw: dict, x, w, b=None, z=None, out=None) -> np.ndarray:
     prepared = kw.get("prepared")
     y = None if prepared is None else _prepared_conv(
         prepared, x, w, b, z, out, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"], kw["pads"],
-        kw["auto_pad"], kw.get("activation"), kw.get("shuffle"))
+        kw["auto_pad"], kw.get("activation"), kw.get("shuffle"), kw.get("weights_cache"))
     return conv(x, w, b, z, out=out, **kw) if y is None else y
 
 
@@ -1040,6 +1043,11 @@ class Conv(OpRun):
         self._kw["prepared"] = {}  # this node's prepared executors (see conv)
         self._threads = session_threads(options)
         self._checked: tuple | None = None  # the shapes whose sizes passed check_alloc
+
+    def set_const_inputs(self, positions) -> None:
+        super().set_const_inputs(positions)
+        # W a model constant: what is derived from it (Winograd's transform) is kept by the node
+        self._kw["weights_cache"] = {} if 1 in self.const_inputs else None
 
     def _check_sizes(self, x, w) -> None:
         # the model's pads decide the padded input's and the output's sizes: checked once per shape

@@ -45,6 +45,12 @@ class ConvConcat(OpRun):
             inner = getattr(op, "_inner", op)  # FusedConv's Conv holds the keywords, activation included
             self._convs.append((inner._kw, inner._threads, op))
 
+    def set_const_inputs(self, positions) -> None:
+        super().set_const_inputs(positions)
+        for i, spec in enumerate(self._convs):  # each segment's x, w, b, z are inputs 4i .. 4i + 3
+            if spec is not None:
+                spec[2].set_const_inputs(p - 4 * i for p in self.const_inputs if 4 * i <= p < 4 * i + 4)
+
     def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
         segs = [inputs[4 * i: 4 * i + 4] for i in range(len(self._convs))]
         # the layout of the last one-image float32 call, kept for inputs and weights of the

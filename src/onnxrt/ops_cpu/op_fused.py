@@ -49,6 +49,10 @@ class _Fused(OpRun):
         self._act = self.atts_value["activation"]
         self._params = [float(p) for p in self.atts_value["activation_params"]]
 
+    def set_const_inputs(self, positions) -> None:
+        super().set_const_inputs(positions)
+        self._inner.set_const_inputs(positions)  # the base kernel keeps what it derives from them
+
     #: whether the base kernel may return (a view of) one of its inputs (Sum of one input...)
     may_alias = False
 
@@ -183,12 +187,18 @@ class DenseChain(OpRun):
                 cls, since = lookup("Gemm", "", 13)  # type: ignore[misc]
             self._layers.append(cls(node, None, since_version=since, opsets=options.get("opsets")))
         self._prep: tuple | None = None
+        self._packable = False  # every weight and bias a model constant (set_const_inputs)
+
+    def set_const_inputs(self, positions) -> None:
+        super().set_const_inputs(positions)
+        # the packed copies are only kept for constants: a feed's layers run on its arrays
+        self._packable = set(range(1, 1 + 2 * len(self._layers))) <= self.const_inputs
 
     def _prepare(self, params: tuple) -> tuple:
         """(params, packed B, packed C, layer table, K of the first layer, N of the last, most
         rows, kernel), the packed arrays None where the compiled call does not apply (checked
         and packed once per set of weights: at most DENSE_MAX_WORK values per layer)."""
-        k = _jit.kernels()
+        k = _jit.kernels() if self._packable else None
         ws, cs = params[0::2], params[1::2]
         width, rows, table, w_parts, c_parts = None, self._max_rows, [], [], []
         w_off = c_off = 0
@@ -214,7 +224,9 @@ class DenseChain(OpRun):
 
     def _run(self, x, *params, attributes=None, verbose=0, fLOG=None):
         prep = self._prep  # one read: sessions may run this node in several threads
-        if prep is None or not all(map(operator.is_, prep[0], params)) or (prep[1] is None and _jit.active()):
+        if prep is None or not all(map(operator.is_, prep[0], params)) or (
+            prep[1] is None and self._packable and _jit.active()
+        ):
             # (packed again once compiled kernels become active: a session's first run has none)
             prep = self._prep = self._prepare(params)
         if (
