@@ -210,10 +210,16 @@ class BatchNormalization(OpRun):
         self._n_outputs = 3 if since >= 14 else 5
         #: (inputs, (a, b)) of the last inference run whose statistics were read-only (initializers)
         self._folded: tuple[tuple[np.ndarray, ...], tuple] | None = None
+        self._fold_kept = False  # the four statistics are model constants (set_const_inputs)
+
+    def set_const_inputs(self, positions) -> None:
+        super().set_const_inputs(positions)
+        self._fold_kept = {1, 2, 3, 4} <= self.const_inputs
 
     def _fold(self, x, params):
-        # Initializers reach the kernel as the same read-only arrays on every run: their fold is
-        # computed once. Writable arrays (feeds a caller may change) are folded on each run.
+        # The model's constants reach the kernel as the same immutable arrays on every run:
+        # their fold is computed once. Feeds (which a caller may change in place, read-only
+        # views included) are folded on each run.
         # Returns (a, b, whether both are finite, a and b in x's compute type).
         cached = self._folded
         if cached is not None and all(p is q for p, q in zip(params, cached[0])):
@@ -221,7 +227,7 @@ class BatchNormalization(OpRun):
         a, b = fold_statistics(x, *params, self.epsilon, self._spatial)
         cdt = _compute_dtype(x.dtype)
         folded = (a, b, bool(np.isfinite(a).all() and np.isfinite(b).all()), a.astype(cdt), b.astype(cdt))
-        if not any(getattr(p, "flags", None) is None or p.flags.writeable for p in params):
+        if self._fold_kept:
             self._folded = (params, folded)
         return folded
 

@@ -111,7 +111,9 @@ class Gemm(OpRun):
         n, kk = b.shape if trans_b else b.shape[::-1]
         if c is None:
             cflat = _NO_BIAS
-        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)):
+        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)) or (
+            not c.flags.c_contiguous  # (its flat copy, kept, would miss a later write to C)
+        ):
             return None
         else:
             cflat = c.reshape(-1)
