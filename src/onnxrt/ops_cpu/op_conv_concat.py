@@ -70,6 +70,9 @@ class ConvConcat(OpRun):
                 continue
             kw = spec[0]
             x, w = np.asarray(x), np.asarray(w)
+            inner = getattr(spec[2], "_inner", spec[2])  # Conv's pads check, as the segment's own node would run it
+            if inner._checked is None or x.shape != inner._checked[0] or w.shape != inner._checked[1]:
+                inner._check_sizes(x, w)
             _, _, _, _, out_shape = conv_geometry(x, w, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"],
                                                   kw["pads"], kw["auto_pad"])
             shapes.append((x.shape[0], w.shape[0]) + tuple(out_shape))
@@ -82,6 +85,7 @@ class ConvConcat(OpRun):
                      for spec, (x, w, b, z) in zip(self._convs, segs)]
             return (concat(*parts, axis=1),)
         layout = ((1, sum(s[1] for s in shapes)) + tuple(first[2:]), [s[1] for s in shapes])
+        self.check_alloc(layout[0], _F32)
         if None not in key:
             self._layout = (key, layout)
         return (self._into(layout, segs),)

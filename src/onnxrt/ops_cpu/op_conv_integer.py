@@ -91,6 +91,24 @@ class _IntegerConvBase(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._kw = conv_attributes(self)
+        self._checked: tuple | None = None  # the shapes whose sizes passed check_alloc
+
+    def _check_sizes(self, x, w) -> None:
+        # the model's pads decide the accumulator's and the padded input's sizes: checked once per
+        # shape, at float64 (the widest type integer_conv computes in)
+        x, w = np.asarray(x), np.asarray(w)
+        if (x.shape, w.shape) == self._checked:
+            return
+        kw = self._kw
+        _, _, _, _, out_shape = conv_geometry(x, w, kw["group"], kw["kernel_shape"], kw["strides"], kw["dilations"],
+                                              kw["pads"], kw["auto_pad"])
+        self.check_alloc((x.shape[0], w.shape[0]) + tuple(out_shape), np.float64, "accumulator")
+        pads = kw["pads"]
+        if pads is not None and len(pads) == 2 * (x.ndim - 2):
+            nd = x.ndim - 2
+            self.check_alloc(list(x.shape[:2]) + [n + int(pads[i]) + int(pads[i + nd]) for i, n in enumerate(x.shape[2:])],
+                             np.float64, "padded input")
+        self._checked = (x.shape, w.shape)
 
 
 @register("ConvInteger", versions=(10,))
@@ -98,4 +116,5 @@ class ConvInteger(_IntegerConvBase):
     """ConvInteger: 10. Kernel: :func:`conv_integer`."""
 
     def _run(self, x, w, x_zero_point=None, w_zero_point=None, attributes=None, verbose=0, fLOG=None):
+        self._check_sizes(x, w)
         return (conv_integer(x, w, x_zero_point, w_zero_point, **self._kw),)

@@ -123,6 +123,21 @@ class DeformConv(OpRun):
         super().__init__(onnx_node, desc, **options)
         names = ("dilations", "group", "kernel_shape", "offset_group", "pads", "strides")
         self._kw = conv_attributes(self, names, positive=("group", "offset_group"))
+        self._checked: tuple | None = None  # the shapes whose sizes passed check_alloc
+
+    def _check_sizes(self, x, w) -> None:
+        # the model's pads decide the output's size, and the sampled columns (N, og, taps, pixels,
+        # C/og) can be far larger than the offsets that must match the output: checked once per shape
+        kw = self._kw
+        kernel, _, _, _, out_shape = conv_geometry(x, w, kw["group"], kw["kernel_shape"], kw["strides"],
+                                                   kw["dilations"], kw["pads"])
+        cdt = compute_dtype(x.dtype)
+        self.check_alloc((x.shape[0], w.shape[0]) + tuple(out_shape), cdt)
+        self.check_alloc((x.shape[0], x.shape[1], prod(kernel), prod(out_shape)), cdt, "sampled columns")
+        self._checked = (x.shape, w.shape)
 
     def _run(self, x, w, offset, b=None, mask=None, attributes=None, verbose=0, fLOG=None):
+        x, w = np.asarray(x), np.asarray(w)
+        if (x.shape, w.shape) != self._checked:
+            self._check_sizes(x, w)
         return (deform_conv(x, w, offset, b, mask, **self._kw),)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -20,6 +20,7 @@ def max_unpool(
     kernel_shape: Sequence[int],
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
+    check: Callable[..., None] | None = None,
 ) -> np.ndarray:
     """Zeros except ``U.flat[indices[i]] = x.flat[i]``, U of the inferred shape ``(S-1)*stride + kernel - pads``.
 
@@ -33,6 +34,7 @@ def max_unpool(
     and it keeps "pooling the unpooled tensor gives back X". onnxruntime instead reads
     the indices as positions in the ``output_shape`` tensor (PyTorch's MaxUnpool with
     ``output_size``); both agree whenever ``output_shape`` equals the inferred shape.
+    ``check(shape, dtype, what="output")`` (the node's ``check_alloc``) vets both sizes before allocating.
     """
     x = np.asarray(x)
     indices = np.asarray(indices)
@@ -50,6 +52,8 @@ def max_unpool(
     )
     if any(v < 0 for v in inferred):
         raise KernelError(f"The unpooled shape {list(inferred)} is negative; check kernel_shape, strides and pads.")
+    if check is not None:  # the model's strides and pads decide the unpooled size
+        check(inferred, x.dtype, "unpooled tensor")
     u = np.zeros(inferred, x.dtype)
     if x.size:
         flat = indices.reshape(-1)
@@ -69,6 +73,8 @@ def max_unpool(
         raise KernelError(f"output_shape {list(shape)} must be [N, C, spatial...] with X's N and C {list(x.shape[:2])}.")
     if shape == inferred:
         return u
+    if check is not None:  # the data's output_shape decides the output's size
+        check(shape, x.dtype)
     y = np.zeros(shape, x.dtype)
     common = tuple(slice(0, min(a, b)) for a, b in zip(shape, inferred))
     y[common] = u[common]
@@ -85,4 +91,5 @@ class MaxUnpool(OpRun):
             raise InvalidAttributeError(f"{self._node_label()} misses the required attribute 'kernel_shape'.")
 
     def _run(self, x, indices, output_shape=None, attributes=None, verbose=0, fLOG=None):
-        return (max_unpool(x, indices, output_shape, kernel_shape=self.kernel_shape, pads=self.pads, strides=self.strides),)
+        return (max_unpool(x, indices, output_shape, kernel_shape=self.kernel_shape, pads=self.pads, strides=self.strides,
+                            check=self.check_alloc),)

@@ -83,4 +83,5 @@ class QLinearConv(_IntegerConvBase):
 
     def _run(self, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B=None,
              attributes=None, verbose=0, fLOG=None):
+        self._check_sizes(x, w)
         return (qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B, **self._kw),)

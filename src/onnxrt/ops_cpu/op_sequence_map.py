@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidAttributeError, KernelError
+from ..options import CURRENT_RUN_OPTIONS, check_terminate
 from ..registry import register
 from ._op import OpRun
 from .op_if import subgraph_plan
@@ -39,7 +40,11 @@ class SequenceMap(OpRun):
                 raise KernelError(f"Sequence input {k} has {len(a)} elements, expected {n} like input_sequence.")
         run = self._body.runner(context)
         outs: list[list[Any]] = [[] for _ in range(self._n_out)]
+        # RunOptions.terminate set from another thread stops the map before its next element
+        options = CURRENT_RUN_OPTIONS.get()
         for i in range(n):
+            if options is not None and options.terminate:
+                check_terminate(options)
             res = run([a[i] if s else a for a, s in zip(args, is_seq)])
             for k in range(self._n_out):
                 outs[k].append(res[k])

@@ -1,0 +1,239 @@
+"""Limits, continued: the convolution family's and MaxUnpool's model- or data-sized allocations, terminate in SequenceMap."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxrt
+from onnxrt.errors import RunTerminatedError
+
+from .test_limits import G, MIB, refused, session, vi
+
+F, I64, U8, I32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8, TensorProto.INT32
+
+x4 = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+w3 = np.ones((1, 1, 3, 3), np.float32)
+
+
+def init(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def model_bytes(nodes, inputs, outputs, opset, initializers=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+
+
+def ort_run(nodes, inputs, outputs, opset, feeds, initializers=()):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model_bytes(nodes, inputs, outputs, opset, initializers), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def plan_ops(sess):
+    return [st.op_type for st in sess.engine.plan.steps]
+
+
+# -- ConvConcat: the optimizer's fusion keeps Conv's checks -----------------------------------
+
+
+def conv_concat(pads):
+    nodes = [helper.make_node("Conv", ["x", "wa"], ["a"], pads=pads), helper.make_node("Conv", ["x", "wb"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["a", "b"], ["y"], axis=1, name="big")]
+    wb = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3) / 8
+    return nodes, [vi("x", F, [1, 1, None, None])], [vi("y", F)], [init("wa", w3), init("wb", wb)]
+
+
+def test_conv_concat_refuses_absurd_pads_of_a_segment():
+    nodes, inputs, outputs, inits = conv_concat([G, G, G, G])
+    sess = session(nodes, inputs, outputs, opset=11, initializers=inits)
+    assert plan_ops(sess) == ["ConvConcat"]
+    msg, peak = refused(sess, {"x": x4})
+    assert "Node 'big'" in msg and f"Conv output of shape [1, 1, {2 * G + 2}, {2 * G + 2}]" in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+def test_conv_concat_under_a_cap():
+    nodes, inputs, outputs, inits = conv_concat([1, 1, 1, 1])
+    sess = session(nodes, inputs, outputs, opset=11, initializers=inits, cap=MIB)
+    assert plan_ops(sess) == ["ConvConcat"]
+    # each segment (1, 1, 400, 400) float32 fits; their concatenation (1, 2, 400, 400) does not
+    msg, peak = refused(sess, {"x": np.ones((1, 1, 400, 400), np.float32)})
+    assert "Node 'big'" in msg and "ConvConcat output of shape [1, 2, 400, 400] and dtype float32 needs 1280000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 640000
+    # one segment alone over the cap
+    msg, _ = refused(sess, {"x": np.ones((1, 1, 600, 600), np.float32)})
+    assert "Conv output of shape [1, 1, 600, 600]" in msg
+    x = np.random.default_rng(0).standard_normal((1, 1, 9, 7)).astype(np.float32)
+    (y,) = sess.run(None, {"x": x})
+    (expected,) = ort_run(nodes, inputs, outputs, 11, {"x": x}, inits)
+    assert y.shape == (1, 2, 9, 7) and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+# -- ConvInteger, QLinearConv, DeformConv ---------------------------------------------------
+
+
+def conv_integer(pads):
+    return [helper.make_node("ConvInteger", ["x", "w"], ["y"], name="big", pads=pads)], [vi("x", U8, [1, 1, None, None])], \
+        [vi("y", I32)], [init("w", np.arange(9, dtype=np.uint8).reshape(1, 1, 3, 3))]
+
+
+def qlinear_conv(pads):
+    inits = [init("xs", np.float32(0.5)), init("xz", np.uint8(3)), init("w", np.arange(9, dtype=np.uint8).reshape(1, 1, 3, 3)),
+             init("ws", np.float32(0.25)), init("wz", np.uint8(1)), init("ys", np.float32(2.0)), init("yz", np.uint8(5))]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="big", pads=pads)
+    return [node], [vi("x", U8, [1, 1, None, None])], [vi("y", U8)], inits
+
+
+@pytest.mark.parametrize("build", [conv_integer, qlinear_conv], ids=["conv_integer", "qlinear_conv"])
+def test_integer_convolutions_refuse_absurd_pads(build):
+    nodes, inputs, outputs, inits = build([G, G, G, G])
+    sess = session(nodes, inputs, outputs, opset=11, initializers=inits)
+    msg, peak = refused(sess, {"x": np.ones((1, 1, 4, 4), np.uint8)})
+    op = nodes[0].op_type
+    assert "Node 'big'" in msg and f"{op} accumulator of shape [1, 1, {2 * G + 2}, {2 * G + 2}] and dtype float64" in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+@pytest.mark.parametrize("build", [conv_integer, qlinear_conv], ids=["conv_integer", "qlinear_conv"])
+def test_integer_convolutions_under_a_cap(build):
+    nodes, inputs, outputs, inits = build([1, 1, 1, 1])
+    sess = session(nodes, inputs, outputs, opset=11, initializers=inits, cap=MIB)
+    op = nodes[0].op_type
+    # 400 * 400 float64 accumulators: 1280000 bytes
+    msg, peak = refused(sess, {"x": np.ones((1, 1, 400, 400), np.uint8)})
+    assert "Node 'big'" in msg and f"{op} accumulator of shape [1, 1, 400, 400] and dtype float64 needs 1280000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 640000
+    x = np.random.default_rng(1).integers(0, 256, (1, 1, 300, 300), dtype=np.uint8)  # 302 * 302 * 8 bytes padded: under
+    (y,) = sess.run(None, {"x": x})
+    (expected,) = ort_run(nodes, inputs, outputs, 11, {"x": x}, inits)
+    assert y.shape == (1, 1, 300, 300) and y.dtype == expected.dtype
+    np.testing.assert_array_equal(y, expected)
+
+
+def deform_conv(pads, channels=8):
+    node = helper.make_node("DeformConv", ["x", "w", "offset"], ["y"], name="big", kernel_shape=[3, 3], pads=pads)
+    w = (np.arange(channels * 9, dtype=np.float32).reshape(1, channels, 3, 3) - 30) / 16
+    return [node], [vi("x", F, [1, channels, None, None]), vi("offset", F, [1, 18, None, None])], [vi("y", F)], [init("w", w)]
+
+
+def test_deform_conv_refuses_absurd_pads():
+    nodes, inputs, outputs, inits = deform_conv([G, G, G, G], channels=1)
+    sess = session(nodes, inputs, outputs, opset=19, initializers=inits)
+    msg, peak = refused(sess, {"x": x4, "offset": np.zeros((1, 18, 4, 4), np.float32)})
+    assert "Node 'big'" in msg and f"DeformConv output of shape [1, 1, {2 * G + 2}, {2 * G + 2}]" in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+def test_deform_conv_sampled_columns_under_a_cap():
+    nodes, inputs, outputs, inits = deform_conv([1, 1, 1, 1])
+    sess = session(nodes, inputs, outputs, opset=19, initializers=inits, cap=MIB)
+    # output (1, 1, 64, 64) and offsets (1, 18, 64, 64) fit; the sampled columns (1, 8, 9, 4096) do not
+    msg, peak = refused(sess, {"x": np.ones((1, 8, 64, 64), np.float32), "offset": np.zeros((1, 18, 64, 64), np.float32)})
+    assert "Node 'big'" in msg and "DeformConv sampled columns of shape [1, 8, 9, 4096] and dtype float32 needs 1179648 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 589824
+    rng = np.random.default_rng(2)
+    feeds = {"x": rng.standard_normal((1, 8, 48, 48)).astype(np.float32),  # 663552 bytes of columns
+             "offset": rng.uniform(-1.5, 1.5, (1, 18, 48, 48)).astype(np.float32)}
+    (y,) = sess.run(None, feeds)
+    (expected,) = ort_run(nodes, inputs, outputs, 19, feeds, inits)
+    assert y.shape == (1, 1, 48, 48) and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+
+
+# -- MaxUnpool --------------------------------------------------------------------------------
+
+
+def max_unpool(**atts):
+    node = helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], name="big", kernel_shape=[2, 2], **atts)
+    return [node], [vi("x", F, [1, 1, 2, 2]), vi("i", I64, [1, 1, 2, 2]), vi("s", I64, [4])], [vi("y", F)]
+
+
+xu = np.array([[[[5, 6], [7, 8]]]], np.float32)
+iu = np.array([[[[0, 3], [9, 15]]]], np.int64)  # flat positions in the unpooled (1, 1, 4, 4)
+
+
+@pytest.mark.parametrize("atts,feed,shape", [
+    ({"strides": [2, 2]}, [1, 1, G, G], f"MaxUnpool output of shape [1, 1, {G}, {G}]"),
+    ({"strides": [G, G]}, [1, 1, 4, 4], f"MaxUnpool unpooled tensor of shape [1, 1, {G + 2}, {G + 2}]"),
+], ids=["output_shape", "strides"])
+def test_max_unpool_refuses_absurd_sizes(atts, feed, shape):
+    sess = session(*max_unpool(**atts), opset=11)
+    msg, peak = refused(sess, {"x": xu, "i": iu, "s": np.array(feed)})
+    assert "Node 'big'" in msg and shape in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+def test_max_unpool_output_shape_under_a_cap():
+    sess = session(*max_unpool(strides=[2, 2]), opset=11, cap=MIB)
+    msg, peak = refused(sess, {"x": xu, "i": iu, "s": np.array([1, 1, 600, 600])})
+    assert "Node 'big'" in msg and "MaxUnpool output of shape [1, 1, 600, 600] and dtype float32 needs 1440000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 720000
+    (y,) = sess.run(None, {"x": xu, "i": iu, "s": np.array([1, 1, 500, 500])})
+    expected = np.zeros((1, 1, 500, 500), np.float32)
+    expected[0, 0, 0, 0], expected[0, 0, 0, 3], expected[0, 0, 2, 1], expected[0, 0, 3, 3] = 5, 6, 7, 8
+    assert y.shape == (1, 1, 500, 500) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, expected)
+
+
+# -- RunOptions.terminate in SequenceMap ------------------------------------------------------
+
+
+@pytest.fixture
+def started():
+    """A custom operator that sets an event when it first runs (inside the map's body)."""
+    event = threading.Event()
+
+    def mark(v):
+        event.set()
+        return v + np.float32(1)
+
+    onnxrt.register_function("MarkStartedMap", mark, domain="test.limits_more", replace=True)
+    return event
+
+
+def test_terminate_stops_a_sequence_map(started):
+    body = helper.make_graph([helper.make_node("MarkStartedMap", ["e"], ["o"], domain="test.limits_more")], "body",
+                             [vi("e", F, [1])], [vi("o", F, [1])])
+    seq = helper.make_tensor_sequence_value_info
+    graph = helper.make_graph([helper.make_node("SequenceMap", ["xs"], ["ys"], body=body, name="map")], "g",
+                              [seq("xs", F, [1])], [seq("ys", F, [1])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.limits_more", 1)])
+    sess = onnxrt.InferenceSession(m.SerializeToString())
+    one = np.zeros(1, np.float32)
+    ro = onnxrt.RunOptions()
+    errors: list[BaseException] = []
+
+    def work():
+        try:
+            sess.run(None, {"xs": [one] * 10**6}, ro)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    assert started.wait(60)
+    ro.terminate = True
+    t.join(60)
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], RunTerminatedError)
+    assert "Node 'map' (SequenceMap)" in str(errors[0]) and "RunOptions.terminate" in str(errors[0])
+    # the session runs on with fresh options
+    (ys,) = sess.run(None, {"xs": [one, one + 2]}, onnxrt.RunOptions())
+    assert len(ys) == 2 and all(y.dtype == np.float32 for y in ys)
+    np.testing.assert_array_equal(ys, [[1.0], [3.0]])
