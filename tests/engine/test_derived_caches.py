@@ -219,3 +219,39 @@ def test_dense_chain_feed_weights_updated_in_place():
                  + (np.abs(x) @ np.abs(v["w1"]) + np.abs(v["c1"])) @ np.abs(v["w2"]))
         assert y.dtype == np.float32 and y.shape == (2, 4)
         assert np.all(np.abs(y - ref) <= 16 * _EPS * scale)  # depths 8 and 6: a few ulps each
+
+
+@needs_winograd
+def test_fused_and_concatenated_convolutions_keep_their_constant_transforms(monkeypatch):
+    # Conv + Relu twice into a Concat: the optimiser's FusedConv nodes inside a ConvConcat,
+    # each segment told that its W is a model constant
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, C, H, H)).astype(np.float32)
+    ws = [rng.standard_normal((M, C, 3, 3)).astype(np.float32) for _ in range(2)]
+    nodes = []
+    for i in range(2):
+        nodes += [helper.make_node("Conv", ["x", f"w{i}"], [f"c{i}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+    nodes.append(helper.make_node("Concat", ["r0", "r1"], ["y"], axis=1))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, H])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(ws)],
+    )
+    k = _jit.kernels()
+    calls = []
+    transform = k.wino_weights
+    monkeypatch.setattr(k, "wino_weights", lambda wc, u: (calls.append(wc.shape), transform(wc, u))[1])
+    sess = onnxrt.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    (step,) = sess._engine.plan.steps
+    assert step.op.onnx_node.op_type == "ConvConcat"
+    for _ in range(2):
+        (y,) = sess.run(None, {"x": x})
+        ref0, scale0 = _reference(x, ws[0])
+        ref1, scale1 = _reference(x, ws[1])
+        ref, scale = np.concatenate([ref0, ref1], axis=1), np.concatenate([scale0, scale1], axis=1)
+        assert y.shape == (1, 2 * M, H, H) and y.dtype == np.float32
+        assert np.all(np.abs(y - np.maximum(ref, 0)) <= 16 * 9 * C * _EPS * scale)  # Relu adds no error
+    assert calls == [(M, C, 3, 3)] * 2  # each segment's weights transformed once
+    assert [spec[0]["weights_cache"]["winograd"][0] is w for spec, w in
+            zip(step.op._convs, (sess._engine.plan.initializers["w0"], sess._engine.plan.initializers["w1"]))] == [True, True]

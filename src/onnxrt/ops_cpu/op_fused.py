@@ -51,7 +51,7 @@ class _Fused(OpRun):
 
     def set_const_inputs(self, positions) -> None:
         super().set_const_inputs(positions)
-        self._inner.set_const_inputs(positions)  # the base kernel keeps what it derives from them
+        self._inner.set_const_inputs(self.const_inputs)  # the base kernel keeps what it derives from them
 
     #: whether the base kernel may return (a view of) one of its inputs (Sum of one input...)
     may_alias = False
