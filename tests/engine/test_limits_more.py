@@ -237,3 +237,79 @@ def test_terminate_stops_a_sequence_map(started):
     (ys,) = sess.run(None, {"xs": [one, one + 2]}, onnxrt.RunOptions())
     assert len(ys) == 2 and all(y.dtype == np.float32 for y in ys)
     np.testing.assert_array_equal(ys, [[1.0], [3.0]])
+
+
+# -- AffineGrid, MaxRoiPool, RoiAlign ---------------------------------------------------------
+
+
+theta = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+x_roi = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+rois = np.array([[0, 0, 0, 3, 3]], np.float32)
+
+# (name, nodes, inputs, feeds, opset, the refused shape as the message writes it)
+MORE_HUGE = [
+    ("affine_grid", [helper.make_node("AffineGrid", ["t", "s"], ["y"], name="big")], [vi("t", F, [1, 2, 3]), vi("s", I64, [4])],
+     {"t": theta, "s": np.array([1, 1, G, G])}, 20, f"AffineGrid output of shape [1, {G}, {G}, 2]"),
+    ("affine_grid_no_image", [helper.make_node("AffineGrid", ["t", "s"], ["y"], name="big")], [vi("t", F, [0, 2, 3]), vi("s", I64, [4])],
+     {"t": np.zeros((0, 2, 3), np.float32), "s": np.array([0, 1, G, G])}, 20, f"AffineGrid base positions of shape [{G * G}, 3]"),
+    ("max_roi_pool", [helper.make_node("MaxRoiPool", ["x", "r"], ["y"], name="big", pooled_shape=[G, G])],
+     [vi("x", F, [1, 2, 4, 4]), vi("r", F, [1, 5])], {"x": x_roi, "r": rois}, 11, f"MaxRoiPool output of shape [1, 2, {G}, {G}]"),
+    ("roi_align", [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="big", output_height=G, output_width=G)],
+     [vi("x", F, [1, 2, 4, 4]), vi("r", F, [1, 4]), vi("b", I64, [1])], {"x": x_roi, "r": rois[:, 1:], "b": np.zeros(1, np.int64)}, 16,
+     f"RoiAlign output of shape [1, 2, {G}, {G}]"),
+]
+
+
+@pytest.mark.parametrize("case", MORE_HUGE, ids=[c[0] for c in MORE_HUGE])
+def test_more_absurd_sizes_are_refused_before_any_allocation(case):
+    _, nodes, inputs, feeds, opset, shape = case
+    sess = session(nodes, inputs, [vi("y", F)], opset=opset)
+    msg, peak = refused(sess, feeds)
+    assert "Node 'big'" in msg and shape in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+def roi_nodes(op, n):
+    if op == "MaxRoiPool":
+        return [helper.make_node("MaxRoiPool", ["x", "r"], ["y"], name="big", pooled_shape=[n, n])]
+    return [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], name="big", output_height=n, output_width=n)]
+
+
+def test_affine_grid_under_a_cap():
+    nodes = [helper.make_node("AffineGrid", ["t", "s"], ["y"], name="big", align_corners=1)]
+    inputs = [vi("t", F, [1, 2, 3]), vi("s", I64, [4])]
+    sess = session(nodes, inputs, [vi("y", F)], opset=20, cap=MIB)
+    msg, peak = refused(sess, {"t": theta, "s": np.array([1, 1, 400, 400])})
+    assert "Node 'big'" in msg and "AffineGrid output of shape [1, 400, 400, 2] and dtype float32 needs 1280000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 640000
+    t = np.array([[[0.5, -0.25, 0.1], [0.3, 1.5, -0.2]]], np.float32)
+    feeds = {"t": t, "s": np.array([1, 3, 280, 280])}  # 627200 bytes of grid, 940800 of base positions (x, y, 1)
+    (y,) = sess.run(None, feeds)
+    (expected,) = ort_run(nodes, inputs, [vi("y", F)], 20, feeds)
+    assert y.shape == (1, 280, 280, 2) and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["MaxRoiPool", "RoiAlign"])
+def test_roi_pools_under_a_cap(op):
+    inputs = [vi("x", F, [1, 2, 4, 4]), vi("r", F, [None, 5 if op == "MaxRoiPool" else 4])]
+    if op == "RoiAlign":
+        inputs.append(vi("b", I64, [None]))
+    many = np.tile(rois if op == "MaxRoiPool" else rois[:, 1:], (400, 1))
+    feeds = {"x": x_roi, "r": many}
+    if op == "RoiAlign":
+        feeds["b"] = np.zeros(400, np.int64)
+    opset = 11 if op == "MaxRoiPool" else 16
+    sess = session(roi_nodes(op, 20), inputs, [vi("y", F)], opset=opset, cap=MIB)
+    # 400 boxes of 2 channels of 20 x 20: 1280000 bytes
+    msg, peak = refused(sess, feeds)
+    assert "Node 'big'" in msg and f"{op} output of shape [400, 2, 20, 20] and dtype float32 needs 1280000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 640000
+    fit = {k: v[:300] if k != "x" else v for k, v in feeds.items()}  # 960000 bytes
+    (y,) = sess.run(None, fit)
+    (expected,) = ort_run(roi_nodes(op, 20), inputs, [vi("y", F)], opset, fit)
+    assert y.shape == (300, 2, 20, 20) and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)

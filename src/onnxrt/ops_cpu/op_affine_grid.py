@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import KernelError
@@ -54,4 +56,10 @@ class AffineGrid(OpRun):
     """AffineGrid 20 (2-D and 3-D; attribute align_corners)."""
 
     def _run(self, theta, size, attributes=None, verbose=0, fLOG=None):
+        # the data's size decides the grid's and the base positions' sizes (malformed ones: affine_grid's errors)
+        dims = [int(v) for v in np.asarray(size).reshape(-1)]
+        if len(dims) in (4, 5) and min(dims) >= 0:
+            r, dt = len(dims) - 2, compute_dtypes(np.asarray(theta).dtype)[0]
+            self.check_alloc([dims[0], *dims[2:], r], dt)
+            self.check_alloc([math.prod(dims[2:]), r + 1], dt, "base positions")
         return (affine_grid(theta, size, self.align_corners),)

@@ -114,4 +114,8 @@ class MaxRoiPool(OpRun):
             )
 
     def _run(self, x, rois, attributes=None, verbose=0, fLOG=None):
+        # the model's pooled_shape (times the data's number of boxes) decides the output's size
+        x, rois = np.asarray(x), np.asarray(rois)
+        if x.ndim == 4 and rois.ndim == 2 and min(self.pooled_shape) >= 1:
+            self.check_alloc([rois.shape[0], x.shape[1], *self.pooled_shape], np.float32 if x.dtype in _WIDENED else x.dtype)
         return (max_roi_pool(x, rois, pooled_shape=self.pooled_shape, spatial_scale=self.spatial_scale),)

@@ -150,6 +150,11 @@ class RoiAlign(OpRun):
             raise InvalidAttributeError(f"{self._node_label()}: sampling_ratio must be >= 0, got {self.sampling_ratio}.")
 
     def _run(self, x, rois, batch_indices, attributes=None, verbose=0, fLOG=None):
+        # the model's output_height/output_width (times the data's number of boxes) decide the output's size
+        x, rois = np.asarray(x), np.asarray(rois)
+        if x.ndim == 4 and rois.ndim == 2:
+            self.check_alloc([rois.shape[0], x.shape[1], self.output_height, self.output_width],
+                             np.float64 if x.dtype == np.float64 else np.float32)
         return (
             roi_align(
                 x, rois, batch_indices, self.mode, self.output_height, self.output_width,
