@@ -313,3 +313,39 @@ def test_roi_pools_under_a_cap(op):
     (expected,) = ort_run(roi_nodes(op, 20), inputs, [vi("y", F)], opset, fit)
     assert y.shape == (300, 2, 20, 20) and y.dtype == np.float32
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+
+
+# -- CastMap (SPARSE): the width comes from max_map ----------------------------------------------
+
+
+def cast_map(max_map):
+    node = helper.make_node("CastMap", ["m"], ["y"], name="big", domain="ai.onnx.ml", map_form="SPARSE", cast_to="TO_FLOAT",
+                            max_map=max_map)
+    graph = helper.make_graph([node], "g", [helper.make_value_info("m", helper.make_map_type_proto(I64, helper.make_tensor_type_proto(F, None)))],
+                              [vi("y", F)])
+    ops = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)]
+    return helper.make_model(graph, opset_imports=ops).SerializeToString()
+
+
+@pytest.mark.parametrize("max_map,cap,shape", [(10**15, None, f"[1, {10**15}]"), (300000, MIB, "[1, 300000]")], ids=["absurd", "cap"])
+def test_cast_map_width_is_checked(max_map, cap, shape):
+    so = onnxrt.SessionOptions()
+    if cap is not None:
+        so.max_tensor_bytes = cap
+    sess = onnxrt.InferenceSession(cast_map(max_map), so)
+    msg, peak = refused(sess, {"m": {1: 2.0, 4: 5.0}})
+    assert "Node 'big'" in msg and f"CastMap output of shape {shape} and dtype float32" in msg
+    assert ("SessionOptions.max_tensor_bytes" if cap else "the machine's physical memory") in msg
+    assert peak < 600000
+
+
+def test_cast_map_under_a_cap():
+    so = onnxrt.SessionOptions()
+    so.max_tensor_bytes = MIB
+    sess = onnxrt.InferenceSession(cast_map(200000), so)  # 800000 bytes
+    (y,) = sess.run(None, {"m": {1: 2.0, 4: 5.0, 250000: 7.0}})
+    ref = ort.InferenceSession(cast_map(200000), providers=["CPUExecutionProvider"])
+    (expected,) = ref.run(None, {"m": {1: 2.0, 4: 5.0, 250000: 7.0}})
+    assert y.shape == (1, 200000) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, expected)
+    assert y[0, 1] == 2.0 and y[0, 4] == 5.0 and np.count_nonzero(y) == 2

@@ -84,6 +84,7 @@ class CastMap(OpRun):
         if k.size and k.min() < 0:
             raise IndexOutOfRangeError(f"{self._node_label()}: map key {int(k.min())} is negative; SPARSE keys index the output.")
         fill = "0.f" if v.dtype == object else 0
+        self.check_alloc([1, self.max_map], v.dtype)  # the model's max_map decides the width
         out = np.empty(self.max_map, dtype=v.dtype)
         out[...] = fill
         keep = k < self.max_map
