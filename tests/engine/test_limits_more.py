@@ -349,3 +349,40 @@ def test_cast_map_under_a_cap():
     assert y.shape == (1, 200000) and y.dtype == np.float32
     np.testing.assert_array_equal(y, expected)
     assert y[0, 1] == 2.0 and y[0, 4] == 5.0 and np.count_nonzero(y) == 2
+
+
+# -- STFT: overlapping frames make the output quadratic in the signal's length ----------------------
+
+
+def stft_session(cap=None, window=False):
+    node = helper.make_node("STFT", ["x", "step", "w" if window else "", "fl"], ["y"], name="big", onesided=1)
+    inputs = [vi("x", F, [1, None, 1]), vi("step", I64, []), vi("fl", I64, [])] + ([vi("w", F, [None])] if window else [])
+    return session([node], inputs, [vi("y", F)], opset=17, cap=cap), ([node], inputs, [vi("y", F)])
+
+
+def test_stft_refuses_an_absurd_output():
+    sess, _ = stft_session()
+    n = 2 * 10**6  # an 8 MB signal, frames of half its length one sample apart: 8 * 10**12 bytes out
+    msg, peak = refused(sess, {"x": np.zeros((1, n, 1), np.float32), "step": np.array(1), "fl": np.array(n // 2)})
+    assert "Node 'big'" in msg and f"STFT output of shape [1, {n // 2 + 1}, {n // 4 + 1}, 2] and dtype float32" in msg
+    assert "the machine's physical memory" in msg
+    assert peak < 20 * 2**20
+
+
+def test_stft_under_a_cap():
+    sess, _ = stft_session(cap=MIB, window=True)
+    x = np.random.default_rng(3).standard_normal((1, 1000, 1)).astype(np.float32)
+    # 501 frames of 500 samples, windowed: 1002000 bytes, under; the output of 251 bins: 1006008 bytes, under
+    feeds = {"x": x, "step": np.array(1), "fl": np.array(500), "w": np.hanning(500).astype(np.float32)}
+    (y,) = sess.run(None, feeds)
+    # numpy in float64 (onnxruntime's float32 FFT is off by 1e-3 on these sums of 500 terms)
+    frames = np.lib.stride_tricks.sliding_window_view(x[0, :, 0].astype(np.float64), 500) * feeds["w"]
+    spectrum = np.fft.rfft(frames, axis=-1)
+    expected = np.stack([spectrum.real, spectrum.imag], axis=-1)[None]
+    assert y.shape == (1, 501, 251, 2) and y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+    # a longer signal: 2001 frames of 251 bins, 4018008 bytes
+    msg, peak = refused(sess, {**feeds, "x": np.zeros((1, 2500, 1), np.float32)})
+    assert "Node 'big'" in msg and "STFT output of shape [1, 2001, 251, 2] and dtype float32 needs 4018008 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 2 * 10**6

@@ -16,6 +16,7 @@ def stft(
     window: np.ndarray | None = None,
     frame_length: int | None = None,
     onesided: int = 1,
+    check=None,
 ) -> np.ndarray:
     """STFT of ``signal`` (``[batch, length, 1]`` real or ``[batch, length, 2]`` complex).
 
@@ -23,7 +24,8 @@ def stft(
     (default rectangular) multiplies every frame before its DFT. The output is
     ``[batch, frames, bins, 2]`` with ``frames = (length - frame_length) // frame_step + 1``
     and ``bins = frame_length // 2 + 1`` when ``onesided`` (real signals only), else
-    ``frame_length``. float16/bfloat16 compute in float32.
+    ``frame_length``. float16/bfloat16 compute in float32. ``check(shape, dtype, what="output")``
+    (the node's ``check_alloc``) vets the output and the windowed frames before any work.
     """
     signal = np.asarray(signal)
     if signal.ndim != 3 or signal.shape[-1] not in (1, 2):
@@ -46,6 +48,15 @@ def stft(
     is_complex = signal.shape[-1] == 2
     if onesided and is_complex:
         raise KernelError("onesided=1 needs a real signal ([batch, length, 1]), got a complex one.")
+    if check is not None:
+        # frame_step and frame_length come from the data: the frames overlap, so the output can
+        # be about length**2 / 4 values for a signal of length values
+        real, cplx = compute_dtypes(signal.dtype)
+        n_frames = (length - frame_length) // frame_step + 1
+        bins = frame_length // 2 + 1 if onesided else frame_length
+        check([signal.shape[0], n_frames, bins, 2], real)
+        if window is not None:
+            check([signal.shape[0], n_frames, frame_length], cplx if is_complex else real, "windowed frames")
     sig = pairs_to_complex(signal, "signal")
     # [batch, frames, frame_length], a strided view: no copy until the window multiplies it
     frames = np.lib.stride_tricks.sliding_window_view(sig, frame_length, axis=1)[:, ::frame_step]
@@ -62,4 +73,4 @@ class STFT(OpRun):
     def _run(self, signal, frame_step, window=None, frame_length=None, attributes=None, verbose=0, fLOG=None):
         step = scalar_int(frame_step, "frame_step")
         fl = None if frame_length is None else scalar_int(frame_length, "frame_length")
-        return (stft(signal, step, window, fl, self.onesided),)
+        return (stft(signal, step, window, fl, self.onesided, self.check_alloc),)
