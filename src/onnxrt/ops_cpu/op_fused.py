@@ -192,7 +192,7 @@ class DenseChain(OpRun):
     def set_const_inputs(self, positions) -> None:
         super().set_const_inputs(positions)
         # the packed copies are only kept for constants: a feed's layers run on its arrays
-        self._packable = set(range(1, 1 + 2 * len(self._layers))) <= self.const_inputs
+        self._packable = {i for i, n in enumerate(self.onnx_node.input) if i and n} <= self.const_inputs
 
     def _prepare(self, params: tuple) -> tuple:
         """(params, packed B, packed C, layer table, K of the first layer, N of the last, most
