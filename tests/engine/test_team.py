@@ -446,10 +446,10 @@ def test_team_winograd_equals_the_serial_stages(spy):
     w.flags.writeable = False
     b = rng.standard_normal(96).astype(np.float32)
     z = rng.standard_normal((2, 96, 28, 28)).astype(np.float32)
-    got = op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu")
+    got = op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu", weights_cache={})  # a model constant's
     names = [name for name, _ in spy]
     assert names == ["wino_input_part", "wino_gemm_part", "wino_output_part"] * 2
-    ref = _serial(lambda: op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu"))
+    ref = _serial(lambda: op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu", weights_cache={}))
     assert len(spy) == 6
     assert got.dtype == np.float32 and got.shape == (2, 96, 28, 28)
     np.testing.assert_array_equal(got, ref)
@@ -463,7 +463,7 @@ _PREPARED_CASES = {
     "depthwise": ((1, 96, 28, 28), (96, 1, 3, 3), 96, 1, 1, ["depthwise_part"]),
     "depthwise stride 2": ((1, 96, 28, 28), (96, 1, 3, 3), 96, 2, 1, ["depthwise_part"]),
     "im2col": ((1, 16, 30, 30), (64, 16, 3, 3), 1, 1, 1, ["im2col_part", "gemm_part"]),
-    # read-only weights (an initializer's): their Winograd transform is cached
+    # a model constant's weights (the node's weights_cache): their Winograd transform is kept
     "winograd": ((1, 64, 28, 28), (48, 64, 3, 3), 1, 1, 1, ["wino_input_part", "wino_gemm_part", "wino_output_part"]),
 }
 
@@ -484,6 +484,8 @@ def test_prepared_convolutions_equal_the_general_path(spy, case):
     w.flags.writeable = case != "winograd"
     b = rng.standard_normal(ws[0]).astype(np.float32)
     kw = {"group": group, "strides": [stride] * 2, "pads": [pad] * 4}
+    if case == "winograd":
+        kw["weights_cache"] = {}
     y_shape = conv(x, w, b, **kw).shape
     z = rng.standard_normal(y_shape).astype(np.float32)
     cache: dict = {}

@@ -1205,8 +1205,8 @@ def _winograd_calls(monkeypatch) -> list:
 )
 @pytest.mark.parametrize("epilogue", ["none", "bias+relu", "bias+residual+relu", "residual"])
 def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pads, epilogue):
-    """3x3 convolutions with unit strides of enough channels go by Winograd F(2x2, 3x3); the
-    result equals im2col and one product within float32 rounding (float64 reference),
+    """3x3 convolutions with unit strides of enough channels whose weights are a model
+    constant (the node's ``weights_cache``) go by Winograd F(2x2, 3x3); the result equals im2col and one product within float32 rounding (float64 reference),
     with the bias, a fused residual and Relu applied as the separate nodes apply them."""
     from onnxrt.ops_cpu import _jit
 
@@ -1220,7 +1220,7 @@ def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pa
     out_shape = (n_img, m, hw[0] + pads[0] + pads[2] - 2, hw[1] + pads[1] + pads[3] - 2)
     z = rng.standard_normal(out_shape).astype(np.float32) if "residual" in epilogue else None
     calls = _winograd_calls(monkeypatch)
-    y = conv(x, w, b, z, pads=pads, activation=act)
+    y = conv(x, w, b, z, pads=pads, activation=act, weights_cache={})
     assert calls == [x.shape]
     assert y.dtype == np.float32 and y.shape == out_shape and y.flags.c_contiguous
     monkeypatch.setattr(op_conv, "WINO_MIN_CHANNELS", 1 << 30)
@@ -1239,10 +1239,9 @@ def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pa
 
 def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypatch):
     """Odd maps (tiles wasting over 5%), few input channels, strides, dilations and groups keep
-    the direct paths; weights a caller could still write are never transformed (a cached
-    transform would go stale); a transform lives as long as its weights."""
-    import gc
-
+    the direct paths; weights without a node's ``weights_cache`` (feeds, read-only or not) are
+    never transformed (a kept transform would go stale); a node's cache serves its transform
+    to the array it was made from only."""
     from onnxrt.ops_cpu import _jit
 
     if _jit.kernels() is None:
@@ -1257,23 +1256,26 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
         ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], group=2)),
     ]:
         ww = w if kw.get("group", 1) == 1 else _read_only(w[:, :16])
-        conv(rng.standard_normal(shape).astype(np.float32), ww, **kw)
-    conv(rng.standard_normal((1, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]), pads=[1, 1, 1, 1])
+        conv(rng.standard_normal(shape).astype(np.float32), ww, **kw, weights_cache={})
+    conv(rng.standard_normal((1, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]), pads=[1, 1, 1, 1],
+         weights_cache={})
     assert calls == []
     x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
     writable = w.copy()
     y0 = conv(x, writable, pads=[1, 1, 1, 1])
-    assert calls == [] and id(writable) not in op_conv._WINO_WEIGHTS
+    assert calls == []
     writable[:] *= 2  # the caller changes its weights between runs: the next result follows
     np.testing.assert_allclose(conv(x, writable, pads=[1, 1, 1, 1]), 2 * y0, rtol=1e-5, atol=1e-4)
+    conv(x, _read_only(writable), pads=[1, 1, 1, 1])  # read-only, but a feed's: no transform either
+    assert calls == []
+    cache: dict = {}
     ro = _read_only(writable)
-    y1 = conv(x, ro, pads=[1, 1, 1, 1])
-    assert len(calls) == 1 and id(ro) in op_conv._WINO_WEIGHTS
+    y1 = conv(x, ro, pads=[1, 1, 1, 1], weights_cache=cache)
+    assert len(calls) == 1 and cache["winograd"][0] is ro
     np.testing.assert_allclose(y1, 2 * y0, rtol=1e-5, atol=1e-4)
-    key = id(ro)
-    del ro
-    gc.collect()
-    assert key not in op_conv._WINO_WEIGHTS
+    other = _read_only(w)  # another array through the same cache: its own transform
+    np.testing.assert_allclose(conv(x, other, pads=[1, 1, 1, 1], weights_cache=cache), y0, rtol=1e-5, atol=1e-4)
+    assert len(calls) == 2 and cache["winograd"][0] is other
 
 
 def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
@@ -1348,7 +1350,7 @@ def test_prepared_convolution_is_keyed_by_the_residuals_dtype():
         w = rng.random((64, 64, k, k)).astype(np.float32)
         w.flags.writeable = False  # as a model's initializers: Winograd's transform is kept
         x = rng.random((1, 64, 56, 56)).astype(np.float32)
-        kw = dict(pads=[k // 2] * 4, kernel_shape=[k, k])
+        kw = dict(pads=[k // 2] * 4, kernel_shape=[k, k], weights_cache={})
         plain = conv(x, w, None, None, **kw).astype(np.float64)
         # positive operands: each output is a sum of 64 k^2 products, whatever path computes
         # it the rounding stays within that many ulps of the output (plus the residual's add)
