@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 
 import numpy as np
@@ -386,3 +387,28 @@ def test_stft_under_a_cap():
     assert "Node 'big'" in msg and "STFT output of shape [1, 2001, 251, 2] and dtype float32 needs 4018008 bytes" in msg
     assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
     assert peak < 2 * 10**6
+
+
+# -- ImageDecoder: the header's size under max_tensor_bytes ------------------------------------------
+
+
+def test_image_decoder_checks_the_headers_size_before_decoding():
+    image = pytest.importorskip("PIL.Image")
+
+    def png(h, w):
+        buf = io.BytesIO()
+        pixels = (np.arange(h * w * 3) % 251).astype(np.uint8).reshape(h, w, 3)
+        image.fromarray(pixels).save(buf, format="PNG")
+        return np.frombuffer(buf.getvalue(), np.uint8), pixels
+
+    node = helper.make_node("ImageDecoder", ["x"], ["y"], name="big", pixel_format="RGB")
+    sess = session([node], [vi("x", U8, [None])], [vi("y", U8)], opset=20, cap=MIB)
+    big, _ = png(400, 400)  # 480000 bytes decoded: under
+    (y,) = sess.run(None, {"x": big})
+    assert y.shape == (400, 400, 3) and y.dtype == np.uint8
+    np.testing.assert_array_equal(y, (np.arange(400 * 400 * 3) % 251).astype(np.uint8).reshape(400, 400, 3))
+    bigger, _ = png(800, 500)  # 1200000 bytes decoded
+    msg, peak = refused(sess, {"x": bigger})
+    assert "Node 'big'" in msg and "ImageDecoder output of shape [800, 500, 3] and dtype uint8 needs 1200000 bytes" in msg
+    assert f"above the limit of {MIB} bytes (SessionOptions.max_tensor_bytes)" in msg
+    assert peak < 600000

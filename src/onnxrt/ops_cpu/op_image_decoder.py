@@ -24,13 +24,15 @@ def _pillow():
     return Image
 
 
-def image_decoder(encoded_stream: np.ndarray, pixel_format: str = "RGB") -> np.ndarray:
+def image_decoder(encoded_stream: np.ndarray, pixel_format: str = "RGB", check=None) -> np.ndarray:
     """Decode ``encoded_stream`` (1-D uint8: BMP, JPEG, JPEG 2000, TIFF, PNG, WebP, PNM...)
     into a uint8 (H, W, 3) image in RGB or BGR order, or (H, W, 1) for ``Grayscale``.
 
     Pillow decodes (JPEG through libjpeg-turbo, whose default chroma upsampling is the
     "fancy" one the spec describes); multi-frame files give their first frame. As the spec
     says, a stream that cannot be decoded gives an empty image, of shape (0, 0, channels).
+    ``check(shape, dtype, what="output")`` (the node's ``check_alloc``) vets the size the
+    header announces before decoding.
     """
     image_module = _pillow()
     data = np.asarray(encoded_stream)
@@ -39,6 +41,8 @@ def image_decoder(encoded_stream: np.ndarray, pixel_format: str = "RGB") -> np.n
     channels = 1 if pixel_format == "Grayscale" else 3
     try:
         with image_module.open(io.BytesIO(data.tobytes())) as img:
+            if check is not None:  # the header's size, before Pillow decodes
+                check([img.height, img.width, channels], np.uint8)
             img.load()
             decoded = np.asarray(img.convert("L" if channels == 1 else "RGB"), dtype=np.uint8)
     except (OSError, ValueError, SyntaxError, image_module.DecompressionBombError):
@@ -60,4 +64,4 @@ class ImageDecoder(OpRun):
         self._check_choice("pixel_format", PIXEL_FORMATS)
 
     def _run(self, encoded_stream, attributes=None, verbose=0, fLOG=None):
-        return (image_decoder(encoded_stream, self.pixel_format),)
+        return (image_decoder(encoded_stream, self.pixel_format, self.check_alloc),)
