@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import threading
 
 import numpy as np
 import onnxruntime as ort
@@ -13,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxrt
 from onnxrt.errors import RunTerminatedError
 
-from .test_limits import G, MIB, refused, session, vi
+from .test_limits import G, MIB, refused, session, started, terminated_from_another_thread, vi  # noqa: F401  (started: a fixture)
 
 F, I64, U8, I32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8, TensorProto.INT32
 
@@ -195,45 +194,18 @@ def test_max_unpool_output_shape_under_a_cap():
 # -- RunOptions.terminate in SequenceMap ------------------------------------------------------
 
 
-@pytest.fixture
-def started():
-    """A custom operator that sets an event when it first runs (inside the map's body)."""
-    event = threading.Event()
-
-    def mark(v):
-        event.set()
-        return v + np.float32(1)
-
-    onnxrt.register_function("MarkStartedMap", mark, domain="test.limits_more", replace=True)
-    return event
-
-
 def test_terminate_stops_a_sequence_map(started):
-    body = helper.make_graph([helper.make_node("MarkStartedMap", ["e"], ["o"], domain="test.limits_more")], "body",
+    body = helper.make_graph([helper.make_node("MarkStarted", ["e"], ["o"], domain="test.limits")], "body",
                              [vi("e", F, [1])], [vi("o", F, [1])])
     seq = helper.make_tensor_sequence_value_info
     graph = helper.make_graph([helper.make_node("SequenceMap", ["xs"], ["ys"], body=body, name="map")], "g",
                               [seq("xs", F, [1])], [seq("ys", F, [1])])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.limits_more", 1)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.limits", 1)])
     sess = onnxrt.InferenceSession(m.SerializeToString())
     one = np.zeros(1, np.float32)
-    ro = onnxrt.RunOptions()
-    errors: list[BaseException] = []
-
-    def work():
-        try:
-            sess.run(None, {"xs": [one] * 10**6}, ro)
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    assert started.wait(60)
-    ro.terminate = True
-    t.join(60)
-    assert not t.is_alive()
-    assert len(errors) == 1 and isinstance(errors[0], RunTerminatedError)
-    assert "Node 'map' (SequenceMap)" in str(errors[0]) and "RunOptions.terminate" in str(errors[0])
+    err = terminated_from_another_thread(sess, {"xs": [one] * 10**6}, started)
+    assert isinstance(err, RunTerminatedError)
+    assert "Node 'map' (SequenceMap)" in str(err) and "RunOptions.terminate" in str(err)
     # the session runs on with fresh options
     (ys,) = sess.run(None, {"xs": [one, one + 2]}, onnxrt.RunOptions())
     assert len(ys) == 2 and all(y.dtype == np.float32 for y in ys)
