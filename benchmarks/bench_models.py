@@ -115,7 +115,7 @@ def child(name: str, runtime: str) -> None:
     __import__("onnxrt" if runtime == "onnxrt" else "onnxruntime" if runtime == "onnxruntime" else "onnx.reference")
     jit = 0
     if runtime == "onnxrt":
-        from onnxrt.ops_cpu import _fastmath, _jit
+        from onnxrt import native as _jit; from onnxrt.ops_cpu import _fastmath
 
         before = _vm("VmRSS:")
         if _jit.kernels() is not None:

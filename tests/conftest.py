@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 # By default a session's first run takes the kernels' numpy paths and the compiled ones start
-# with its second (onnxrt.ops_cpu._jit.EAGER). Most tests run a session once: with the
+# with its second (onnxrt.native.EAGER). Most tests run a session once: with the
 # default they would only ever check the numpy paths. ONNXRT_JIT=1 keeps both covered:
 # the compiled paths everywhere, the numpy ones through ONNXRT_JIT=0 runs and _jit.disabled();
 # tests/engine/test_jit.py checks the default mode in a fresh process. Set before onnxrt is

@@ -17,8 +17,8 @@ from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import check_expansion, expansion_budget, function_key
 from .model import check_versions, load_model
-from .ops_cpu import _jit
-from .ops_cpu._jit import no_jit_run
+from . import native as _jit
+from .native import no_jit_run
 from .parallel import EAGER_BLAS_SIZE, RunScope
 from .plan import Plan, Step, optimization_level
 
@@ -469,7 +469,7 @@ class OnnxInference:
 
     def _first(self, fn: Callable[..., Any], *args: Any) -> Any:
         """The session's first run, on the kernels' numpy paths: compiled kernels start with
-        the second (onnxrt.ops_cpu._jit.EAGER says why; ONNXRT_JIT=1 starts them at once),
+        the second (onnxrt.native.EAGER says why; ONNXRT_JIT=1 starts them at once),
         unless the process has loaded them already (another session's runs paid for numba
         and LLVM: this session's first run then takes the compiled paths too, as its later
         runs will). A first run that fails leaves the next one first."""

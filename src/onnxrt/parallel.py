@@ -8,7 +8,6 @@ for that session's kernels (``limit_threads``).
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import os
 import threading
@@ -19,6 +18,8 @@ from math import prod
 from typing import Any
 
 import numpy as np
+
+from .native.blas import _blas_enter, _blas_exit, _blas_libs, _blas_set, blas_sgemm_address, blas_threads  # noqa: F401
 
 # ---------------------------------------------------------------------------------------
 # per-thread scratch buffers (a session may run from several threads at once)
@@ -33,7 +34,7 @@ class _ThreadState(threading.local):
     threads: int | None = None
     scope: Any = None
     in_loop: bool = False
-    #: kernels take their numpy paths (a session's first run: onnxrt.ops_cpu._jit.no_jit_run)
+    #: kernels take their numpy paths (a session's first run: onnxrt.native.no_jit_run)
     no_jit: bool = False
 
 
@@ -222,96 +223,6 @@ def parallel_for(
 # BLAS threads and parallel matrix products
 # ---------------------------------------------------------------------------------------
 
-_BLAS_LIBS: list[tuple[Callable[[], int], Callable[[int], Any]]] | None = None
-_BLAS_LOCK = threading.Lock()
-_BLAS_DEPTH = 0
-_BLAS_SAVED: list[int] = []
-
-
-def _blas_libs() -> list[tuple[Callable[[], int], Callable[[int], Any]]]:
-    """(get, set) thread-count functions of the BLAS libraries numpy loaded (found once).
-
-    threadpoolctl finds the libraries; for OpenBLAS on its own pthreads pool the C
-    functions are called directly (0.3 us instead of 3 us a call through threadpoolctl,
-    which counts for small graphs, set and restored on every run). onnxrt's own lock
-    serialises the changes, so threadpoolctl's controlling-thread bookkeeping is not needed.
-    """
-    global _BLAS_LIBS
-    if _BLAS_LIBS is None:
-        from threadpoolctl import ThreadpoolController
-
-        found: list[tuple[Callable[[], int], Callable[[int], Any]]] = []
-        for lib in ThreadpoolController().lib_controllers:
-            if lib.user_api != "blas":
-                continue
-            get = set_ = None
-            if lib.internal_api == "openblas" and getattr(lib, "threading_layer", "") == "pthreads":
-                symbol = getattr(lib, "_get_symbol", None)
-                if symbol is not None:
-                    get, set_ = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
-            if get is None or set_ is None:
-                get, set_ = lib.get_num_threads, lib.set_num_threads
-            found.append((get, set_))
-        _BLAS_LIBS = found
-    return _BLAS_LIBS
-
-
-_SGEMM: list[int | None] = []
-
-
-def blas_sgemm_address() -> int | None:
-    """The address of ``cblas_sgemm`` in the OpenBLAS numpy uses, when it has 64-bit sizes
-    (numpy's own wheels: scipy-openblas64), for compiled loops that call BLAS without the
-    GIL (found once); None for any other BLAS, whose callers keep numpy's products."""
-    if not _SGEMM:
-        address = None
-        from threadpoolctl import ThreadpoolController
-
-        for lib in ThreadpoolController().lib_controllers:
-            if lib.internal_api == "openblas" and str(getattr(lib, "_symbol_suffix", "")).startswith("64"):
-                symbol = getattr(lib, "_get_symbol", lambda name: None)("cblas_sgemm")
-                if symbol is not None:
-                    address = ctypes.cast(symbol, ctypes.c_void_p).value
-                    break
-        _SGEMM.append(address)
-    return _SGEMM[0]
-
-
-def _blas_enter(n: int) -> None:
-    """The first of nested or concurrent blocks saves the libraries' thread counts and sets ``n``."""
-    global _BLAS_DEPTH
-    libs = _BLAS_LIBS if _BLAS_LIBS is not None else _blas_libs()
-    with _BLAS_LOCK:
-        if _BLAS_DEPTH == 0:
-            _BLAS_SAVED[:] = [get() for get, _ in libs]
-            for (_, set_), saved in zip(libs, _BLAS_SAVED):
-                if saved != n:
-                    set_(n)
-        _BLAS_DEPTH += 1
-
-
-def _blas_exit(n: int) -> None:
-    """The last block to leave restores the saved thread counts."""
-    global _BLAS_DEPTH
-    with _BLAS_LOCK:
-        _BLAS_DEPTH -= 1
-        if _BLAS_DEPTH == 0:
-            for (_, set_), saved in zip(_BLAS_LIBS or (), _BLAS_SAVED):
-                if saved != n:
-                    set_(saved)
-
-
-@contextmanager
-def blas_threads(n: int) -> Iterator[None]:
-    """BLAS libraries use ``n`` threads inside the block (nested and concurrent blocks share
-    one setting; the first to enter saves the library's own, the last to leave restores it)."""
-    _blas_enter(n)
-    try:
-        yield
-    finally:
-        _blas_exit(n)
-
-
 class _Cold:
     """The team's workers asleep while a pool loop or a threaded product runs in a hot run."""
 
@@ -324,20 +235,20 @@ class _Cold:
         RUN_HEAT(COLD)  # type: ignore[misc]
 
 
-#: ``team_gemm(a, b, out)`` of onnxrt.ops_cpu._jit (set when it loads): a product inside a
+#: ``team_gemm(a, b, out)`` of onnxrt.native (set when it loads): a product inside a
 #: large run split by blocks of columns over the team, or None when it does not take it
 TEAM_GEMM: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
 
-#: jobs offered to the team of compiled workers in this process (onnxrt.ops_cpu._jit.team_split;
+#: jobs offered to the team of compiled workers in this process (onnxrt.native.team_split;
 #: a short one runs on the caller when the workers sleep)
 TEAM_JOBS = [0]
 #: team jobs a session's last run must have offered for its next run to keep the workers awake
 HOT_RUN_JOBS = 4
 
-#: what a cold stretch subtracts from the team's HOT count (_jit_team.COLD)
+#: what a cold stretch subtracts from the team's HOT count (native.team.COLD)
 COLD = 1 << 20
 
-#: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.ops_cpu._jit_team), set when
+#: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.native.team), set when
 #: the team starts: large runs keep its workers awake (True: done, undo it with -1)
 RUN_HEAT: Callable[[int], bool] | None = None
 
@@ -415,11 +326,6 @@ class RunScope:
         if self.blas:
             n, self.blas = self.blas, 0
             _blas_exit(n)
-
-
-def _blas_set(n: int) -> None:
-    for _, set_ in _BLAS_LIBS or _blas_libs():
-        set_(n)
 
 
 #: multiply-adds from which OpenBLAS splits a product over its threads (its SMP threshold,

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxrt
-from onnxrt.ops_cpu import _jit
+from onnxrt import native as _jit
 from onnxrt.ops_cpu import op_conv
 from onnxrt.ops_cpu.op_conv import WINO_MIN_CHANNELS, conv
 

@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 
-from onnxrt.ops_cpu import _jit
+from onnxrt import native as _jit
 
 _SCRIPT = textwrap.dedent(
     """
@@ -120,7 +120,7 @@ def test_without_numba_the_numpy_kernels_run_and_the_reason_is_kept():
         import sys
         sys.modules["numba"] = None  # 'import numba' now raises ImportError
         import numpy as np
-        from onnxrt.ops_cpu import _jit, _fastmath as fm
+        from onnxrt import native as _jit; from onnxrt.ops_cpu import _fastmath as fm
         from onnxrt.ops_cpu.op_softmax import softmax
         x = (np.random.default_rng(0).standard_normal(100_000) * 3).astype(np.float32)
         e = fm.erf(x)

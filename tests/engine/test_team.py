@@ -10,7 +10,7 @@ import pytest
 
 from onnxrt import parallel
 from onnxrt.ops_cpu import _fastmath as fm
-from onnxrt.ops_cpu import _jit, op_softmax
+from onnxrt import native as _jit; from onnxrt.ops_cpu import op_softmax
 
 from ..helpers import run_in_threads
 

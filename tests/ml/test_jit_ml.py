@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import onnxrt
-from onnxrt.ops_cpu import _jit
+from onnxrt import native as _jit
 from onnxrt.ops_ml import op_linear, op_preprocessing, op_svm
 
 from ._util import ml_model, run_onnxrt, run_ort
@@ -57,7 +57,7 @@ def assert_outputs(got, expected, rtol=1e-6, atol=1e-7):
 
 
 def test_exp_nonpositive_is_within_two_ulp():
-    from onnxrt.ops_ml import _jit_ml
+    from onnxrt.native import ml_loops as _jit_ml
 
     @numba.njit
     def run(a):

@@ -524,9 +524,9 @@ def test_compiled_walk_matches_numpy_walk(seed, dtype, monkeypatch):
     """The numba walk (one pass per level over blocks of (tree, row) lanes, split over the
     pool) reaches the leaves numpy's level-by-level walk reaches: NaN inputs, infinite and
     NaN thresholds, 1 row, a few rows, and more rows than one block of lanes."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
-    assert _jit.kernels("onnxrt.ops_ml._jit_trees") is not None, _jit.LOAD_ERROR
+    assert _jit.kernels("onnxrt.native.tree_loops") is not None, _jit.LOAD_ERROR
     rng = np.random.default_rng(100 + seed)
     nodes, leaves = random_trees(rng, 7, 6, 4, modes=MODES[:4], missing=True, grid=[-np.inf, -1.0, 0.0, 1.0, np.inf, np.nan, 0.25])
     n_classes = 3

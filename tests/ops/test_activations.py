@@ -317,7 +317,7 @@ def test_large_softmax_split_over_threads_equals_one_call(axis):
     pool: every lane gives exactly what one call gives (axis 0 is not split)."""
     from onnxrt.ops_cpu.op_softmax import _softmax_native
 
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     x = np.random.default_rng(3).standard_normal((300, 40, 30)).astype(np.float32) * 5
     k = _jit.kernels()
@@ -339,7 +339,7 @@ def test_large_softmax_split_over_threads_equals_one_call(axis):
 def test_compiled_softmax_rows_accuracy_and_special_values(log):
     """The numba row loop against the numpy path and float64: NaN or +inf in a row make the whole row NaN
     (as numpy's formula does), -inf entries give 0 (-inf for LogSoftmax), rows are exact to a few ulp."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((64, 257)) * 30).astype(np.float32)
@@ -391,7 +391,7 @@ def test_compiled_softmax_keeps_tiny_results_down_to_its_flush():
     """The compiled Softmax (float32 rows of 4096+ along the last axis) flushes exp(x - max)
     to 0 below about 8.6e-39 (x - max < -87.68, where the power of two's bits are 0) and
     keeps the subnormal results above it to float32 rounding; -inf gives 0, a NaN row NaN."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     if _jit.kernels() is None:
         pytest.skip("no numba")

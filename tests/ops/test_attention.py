@@ -226,7 +226,7 @@ def test_attention_compiled_items_match_the_numpy_path(case, monkeypatch):
     """float32 Attention runs the compiled loop (BLAS products per item around a softmax in
     cache); the numpy path (compiled kernels off) is the reference, with NaN and fully
     masked rows, float and boolean masks broadcast along batch, heads or rows."""
-    from onnxrt.ops_cpu import _jit, op_attention
+    from onnxrt import native as _jit; from onnxrt.ops_cpu import op_attention
 
     b, hq, hkv, sq, sk, d, dv, three_d, mask_shape, attrs = case
     rng = np.random.default_rng(sk)

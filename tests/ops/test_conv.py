@@ -300,7 +300,7 @@ def test_compiled_im2col_writes_every_column_once(planes, height, width, kernel,
     """im2col2d (and a band of output rows) equals the padded input's windows, zeros where
     a tap leaves the input, whether a tap's valid rows go by one contiguous run of the input
     (unit strides, rows as wide as the output's) or row by row."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     k = _jit.kernels()
     if k is None:
@@ -1039,7 +1039,7 @@ def test_depthwise_infinite_weight_meets_the_zero_padding():
 def _compiled_matches_numpy_and_float64(fn, x, w, b, kw, rtol64=1e-4):
     """``fn`` (conv or conv_transpose) on float32 through the numba loops equals the numpy
     path (float32 rounding apart) and the float64 computation; returns the result."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     assert _jit.kernels() is not None
     y = fn(x, w, b, **kw)
@@ -1125,7 +1125,7 @@ def test_compiled_im2col_equals_the_numpy_path(kernel, strides, dilations, pads,
 def test_compiled_bias_and_relu_pass_equals_the_numpy_passes():
     """Conv's bias and fused Relu in one compiled pass give exactly numpy's two passes,
     NaN included (a NaN input pixel stays NaN after Relu)."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     rng = np.random.default_rng(17)
     x = rng.standard_normal((2, 4, 20, 20)).astype(np.float32)
@@ -1208,7 +1208,7 @@ def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pa
     """3x3 convolutions with unit strides of enough channels whose weights are a model
     constant (the node's ``weights_cache``) go by Winograd F(2x2, 3x3); the result equals im2col and one product within float32 rounding (float64 reference),
     with the bias, a fused residual and Relu applied as the separate nodes apply them."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     if _jit.kernels() is None:
         pytest.skip("no numba")
@@ -1242,7 +1242,7 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
     the direct paths; weights without a node's ``weights_cache`` (feeds, read-only or not) are
     never transformed (a kept transform would go stale); a node's cache serves its transform
     to the array it was made from only."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     if _jit.kernels() is None:
         pytest.skip("no numba")

@@ -560,7 +560,7 @@ def test_chained_model():
 def test_float32_row_broadcast_runs_the_compiled_loop(op, ufunc, row_shape, row_first, monkeypatch):
     """float32 arithmetic whose smaller input is a row along the last axis (a bias) runs one
     compiled pass; its IEEE results equal numpy's bit for bit, inf, NaN and 0 divisors included."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     k = _jit.kernels()
     if k is None:
@@ -583,7 +583,7 @@ def test_float32_row_broadcast_runs_the_compiled_loop(op, ufunc, row_shape, row_
 
 
 def test_float32_relu_compiled_keeps_nan_and_negative_zero(monkeypatch):
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     k = _jit.kernels()
     if k is None:

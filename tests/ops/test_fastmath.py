@@ -11,7 +11,7 @@ import pytest
 import scipy.special as sp
 
 from onnxrt.ops_cpu import _fastmath as fm
-from onnxrt.ops_cpu import _jit
+from onnxrt import native as _jit
 from onnxrt.ops_cpu import family_activation as fa
 
 from .test_elementwise import run
@@ -24,7 +24,7 @@ SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
 def kernel_path(request):
-    """Every test runs twice: with the numba loops (_jit_kernels) and with the numpy passes."""
+    """Every test runs twice: with the numba loops (native.loops) and with the numpy passes."""
     if request.param == "numpy":
         with _jit.disabled():
             yield request.param

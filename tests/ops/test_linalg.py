@@ -195,7 +195,7 @@ def test_gemm_small_rows_compiled_loop_matches_numpy(rows, tb, cshape, relu):
     """A few float32 rows run the compiled dense loop (product, bias and the fused Relu in
     one call); more rows, a C that is not one value per column, and ONNXRT_JIT=0 take
     numpy's path. Both agree within float32 rounding, NaN and -0 included."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     a = rnd((rows, 40), seed=4)
     a[0, 3] = np.nan if rows > 1 else a[0, 3]
@@ -223,7 +223,7 @@ def test_gemm_dense_loop_checks_new_operands_again():
     # the compiled loop checks B and C once per pair of arrays: a session fed new ones
     # (other values, a float64 or transposed B, a C per row) gets results for those
     pytest.importorskip("numba")
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     if _jit.kernels() is None:
         pytest.skip("compiled kernels disabled")

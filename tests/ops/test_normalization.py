@@ -633,7 +633,7 @@ def test_batch_normalization_infinite_scale_follows_the_formula():
 def test_compiled_layer_normalization_equals_the_numpy_path(axis, with_bias, scale_shape):
     """float32 LayerNormalization through the numba row loop (statistics in float64) against
     the numpy passes: Y, Mean and InvStdDev, same shapes and dtypes, float32 rounding apart."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
     from onnxrt.ops_cpu.op_normalization import layer_normalization
 
     rng = np.random.default_rng(21)
@@ -658,7 +658,7 @@ def test_compiled_layer_normalization_equals_the_numpy_path(axis, with_bias, sca
 
 
 def test_compiled_batch_normalization_equals_the_numpy_path():
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
     from onnxrt.ops_cpu.op_batch_normalization import batch_normalization
 
     rng = np.random.default_rng(22)

@@ -547,7 +547,7 @@ def test_one_window_per_plane_reduces_the_plane(mode):
 def test_compiled_pool2d_equals_the_numpy_path(mode, kernel, strides, dilations, pads, ceil_mode, include_pad):
     """The numba pooling loop (float32, 2-D) against the numpy strided-view path, NaN included:
     a window of NaN alone gives NaN, a number beats NaN, a window only in the padding gives -inf."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     rng = np.random.default_rng(11)
     x = rng.standard_normal((2, 5, 9, 10)).astype(np.float32)
@@ -572,7 +572,7 @@ def test_compiled_pool2d_groups_of_planes(mode, kernel, pads):
     """Unit row strides pool groups of planes in one flat pass (_jit_kernels.POOL_GROUP_CELLS):
     120 planes of 30x30 make several groups and a shorter last one; NaN and -inf windows
     at the planes on either side of a group's edge stay in their own plane."""
-    from onnxrt.ops_cpu import _jit, _jit_kernels
+    from onnxrt import native as _jit; from onnxrt.native import loops as _jit_kernels
 
     rng = np.random.default_rng(12)
     x = rng.standard_normal((3, 40, 30, 30)).astype(np.float32)
@@ -614,7 +614,7 @@ def test_compiled_same_size_pools_over_all_planes(mode, shape, kernel, pads, inc
     one) pool every plane in flat passes with each row's and plane's edge cells redone
     (_jit_kernels.pool2d_same): equal to the numpy path on planes down to 1x1, a NaN alone
     in a window gives NaN, a number beats NaN, -inf stays."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     rng = np.random.default_rng(13)
     x = rng.standard_normal((2, 6) + shape).astype(np.float32)
@@ -668,7 +668,7 @@ def test_compiled_stride_two_pools_equal_the_general_loop(mode, pads, ceil_mode)
     """3x3 windows at strides 2 go by _jit_kernels.pool2d_s2 (rows joined, then each output's
     three cells): the same bits as the general loop pool2d, on planes down to 1x1, with a
     window of NaN alone (NaN), a number beating NaN, -inf rows and padding-only windows."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     k = _jit.kernels()
     if k is None:

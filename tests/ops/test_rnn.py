@@ -179,7 +179,7 @@ def test_lstm_compiled_recurrence_against_plain_loop(direction, N, H, monkeypatc
     """float32 LSTMs of the common configuration run their time steps in one compiled call
     (R's rows four at a time below a batch of 8, BLAS from 8);
     checked against the float64 loop, with inputs large enough to saturate the gates."""
-    from onnxrt.ops_cpu import _jit, _jit_kernels
+    from onnxrt import native as _jit; from onnxrt.native import loops as _jit_kernels
 
     if _jit.kernels() is None:
         pytest.skip("numba is not installed")

@@ -414,7 +414,7 @@ def test_image_decoder_rejects_an_unknown_pixel_format():
 def test_compiled_nms_equals_the_numpy_path(seed):
     """The numba greedy loop keeps exactly the boxes of the numpy sweep-and-resolve path:
     several batches and classes, both box encodings, ties, thresholds, NaN and empty boxes."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     rng = np.random.default_rng(100 + seed)
     center = seed % 2

@@ -381,7 +381,7 @@ def _mlp(widths, relus, trans_b=(), bias=(), extra_output=None, opset=17):
 def test_dense_layers_chain_into_one_node(rows, monkeypatch):
     """MatMul + Add (+ Relu) and Gemm layers (transposed B, no bias) become one DenseChain:
     one compiled call for a few float32 rows, the layers' own kernels for more (40 rows)."""
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     model = _mlp([32, 64, 48, 48, 10], relus=[1, 1, 0, 1], trans_b={1, 2}, bias={2})
     feeds = {"x": np.random.default_rng(rows).standard_normal((rows, 32)).astype(np.float32)}
@@ -555,7 +555,7 @@ def test_channel_shuffle_folds_into_the_convolution_before_it(kernel, group, rel
     convolution with the shuffle's groups writes each group's rows at their shuffled
     channels (on the team), others shuffle their result; equal to the three nodes."""
     from onnxrt import parallel
-    from onnxrt.ops_cpu import _jit
+    from onnxrt import native as _jit
 
     jobs = []
     team = _jit.kernels(_jit.TEAM)

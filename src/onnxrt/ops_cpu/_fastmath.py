@@ -11,7 +11,7 @@ import numpy as np
 from . import _special
 
 from ..parallel import parallel_for
-from . import _jit
+from .. import native as _jit
 
 # How these kernels are fast without a compiled extension
 # -------------------------------------------------------
@@ -56,7 +56,7 @@ JIT_MIN_SIZE = 1024
 #: measured on two cores at 1e6 elements, erf 1.58 -> 1.0 ms and sigmoid 875 -> 625 us
 #: with parts of 128K instead of 512K (one call); no loss down to 262K elements
 JIT_PART = 1 << 17
-#: _jit_team's elementwise kinds (kept here so that importing _fastmath does not load numba)
+#: native.team's elementwise kinds (kept here so that importing _fastmath does not load numba)
 _TEAM_SIGMOID, _TEAM_SIGMOID_EXACT, _TEAM_ERF = 0, 1, 2
 ERF_MIN_SIZE = 1 << 14
 CAST_MIN_SIZE = 1 << 16
@@ -138,7 +138,7 @@ def _chunked(
     kernel (and its buffers): one pass per element instead of the kernel's 15 to 45, in
     parts of at least JIT_PART elements over the pool, or in one call when ``jit_split``
     is False (the casts: memory-bound, a second thread only adds its wake-up).
-    ``team_kind`` (one of _jit_team's elementwise kinds) runs large arrays on the team of
+    ``team_kind`` (one of native.team's elementwise kinds) runs large arrays on the team of
     GIL-free threads instead of the pool when it is available.
 
     The kernel reads its input chunk (never writes it) and fills the output chunk; the
@@ -188,7 +188,7 @@ def _chunked(
 
 
 def _compiled(name: str, *args: Any) -> Callable[[np.ndarray, np.ndarray], object] | None:
-    """The numba loop ``name`` of _jit_kernels bound to ``args`` (after x and out), or None without numba."""
+    """The numba loop ``name`` of native.loops bound to ``args`` (after x and out), or None without numba."""
     k = _jit.kernels()
     if k is None:
         return None

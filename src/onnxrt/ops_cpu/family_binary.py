@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from . import _jit
+from .. import native as _jit
 from ._family import Spec, build_family
 
 _F32 = np.dtype(np.float32)

@@ -7,7 +7,7 @@ from . import _special
 
 from ..parallel import parallel_for
 from . import _fastmath as fm
-from . import _jit
+from .. import native as _jit
 from ._family import Spec, build_family, compute_in_float
 
 _F32 = np.dtype(np.float32)

@@ -8,9 +8,10 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, blas_sgemm_address, matmul, parallel_for, scratch
+from ..native.blas import blas_sgemm_address
+from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, matmul, parallel_for, scratch
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._nn_math import compute_dtype
 from ._op import OpRun
 

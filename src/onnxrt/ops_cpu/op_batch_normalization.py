@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import KernelError
 from ..registry import register
 from . import _fastmath as fm
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 from .op_normalization import add_cols, add_rows
 

@@ -12,7 +12,7 @@ from ..dtypes import EXOTIC_DTYPES, elem_from_name, elem_name, np_dtype
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from . import _fastmath as fm
-from . import _jit
+from .. import native as _jit
 from ._minifloat import FLOAT_FORMATS, INT_FORMATS, encode_float, encode_int
 from ._op import OpRun
 

@@ -29,8 +29,9 @@ from ._conv_common import (
     window_geometry,
     window_view,
 )
-from ..parallel import BLAS_THREADS_FROM, KERNEL_THREADS, MIN_PARALLEL_WORK, _blas_enter, _blas_exit, blas_sgemm_address, parallel_for
-from . import _jit
+from ..native.blas import _blas_enter, _blas_exit, blas_sgemm_address
+from ..parallel import BLAS_THREADS_FROM, KERNEL_THREADS, MIN_PARALLEL_WORK, parallel_for
+from .. import native as _jit
 from ._op import OpRun
 
 #: bytes of im2col columns built at once; larger batches are processed in chunks of images
@@ -348,7 +349,7 @@ POINTWISE_COLD_WORK = 1 << 23
 #: column-matrix elements per part when the compiled im2col splits its planes over the pool
 IM2COL_PART = 1 << 20
 #: column-matrix elements per part on the team (~15 us each; the team joins in microseconds
-#: during a run, see _jit_team's hot runs)
+#: during a run, see native.team's hot runs)
 IM2COL_TEAM_PART = 1 << 14
 
 

@@ -25,7 +25,7 @@ from ._conv_common import (
     to_output,
 )
 from ..parallel import matmul
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 
 

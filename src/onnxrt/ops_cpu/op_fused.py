@@ -14,7 +14,7 @@ from onnx import NodeProto
 
 from ..parallel import limit_threads
 from ..registry import lookup, register
-from . import _jit
+from .. import native as _jit
 from ._conv_common import apply_activation
 from ._op import OpRun
 

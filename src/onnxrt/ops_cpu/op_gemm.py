@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import KernelError
 from ..registry import register
 from ..parallel import BLAS_THREADED_WORK, matmul
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))

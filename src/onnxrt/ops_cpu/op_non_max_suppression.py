@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._dsp import scalar_float, scalar_int
 from ._op import OpRun
 

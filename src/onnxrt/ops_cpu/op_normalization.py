@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 
 _F32 = np.dtype(np.float32)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import parallel
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._conv_common import (
     _WIDENED,
     check_auto_pad,

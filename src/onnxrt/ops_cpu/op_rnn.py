@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import blas_sgemm_address, blas_threads
+from ..native.blas import blas_sgemm_address, blas_threads
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._nn_math import compute_dtype, sigmoid
 from ._op import OpRun
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import parallel_for
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 
 _F32 = np.dtype(np.float32)
@@ -65,7 +65,7 @@ _JIT_SIZE = 1 << 8
 
 def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
     """The numba loop over the rows of a float32 input along its last axis: exp(x - max)
-    by _jit_kernels' exp (about 1 ulp, numpy's is 2; results below about 8.6e-39 flush to 0, as
+    by native.loops' exp (about 1 ulp, numpy's is 2; results below about 8.6e-39 flush to 0, as
     onnxruntime's do), its sum, then the scaling (or the subtraction of the log), each row
     while it is in cache, after a compiled pass for the row maxima. Blocks of rows go to the kernel pool."""
     n = x.shape[-1]

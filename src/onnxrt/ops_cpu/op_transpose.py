@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import parallel_for
 from ..registry import register
-from . import _jit
+from .. import native as _jit
 from ._op import OpRun
 
 #: below this many elements numpy's plain strided copy is the fastest

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..ops_cpu import _jit
+from .. import native as _jit
 from ..parallel import parallel_for
 
 #: node modes, numbered as TreeEnsemble (ml opset 5) encodes them; LEAF only exists before opset 5
@@ -37,7 +37,7 @@ _JIT_PART_STEPS = 1 << 21
 _NO_LEAVES = np.zeros((0, 0), dtype=np.intp)
 #: at most this many rows take :meth:`Forest.sum_few_rows` (the compiled walk, fewest checks)
 FEW_ROWS = 64
-_TREES = "onnxrt.ops_ml._jit_trees"
+_TREES = "onnxrt.native.tree_loops"
 _NO_SCORES = np.zeros((0, 0), dtype=np.float64)
 
 

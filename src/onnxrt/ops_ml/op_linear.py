@@ -6,7 +6,7 @@ import numpy as np
 
 from ..compat import OffSpecOnce
 from ..errors import InvalidAttributeError, KernelError
-from ..ops_cpu import _jit
+from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import (
@@ -66,8 +66,8 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
 #: a tall, thin product (few features x few outputs) goes by blocks of this many rows
 _BLOCK_ROWS = 512
 #: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.ops_ml._jit_ml"
-#: post_transform -> its code in _jit_ml.linear_classify (-1: numpy applies it to the scores)
+_JIT_ML = "onnxrt.native.ml_loops"
+#: post_transform -> its code in native.ml_loops.linear_classify (-1: numpy applies it to the scores)
 _JIT_TRANSFORMS = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2}
 #: multiply-adds per part when the compiled loop's rows split over the kernel pool
 _JIT_PART_MACS = 2_000_000
@@ -75,7 +75,7 @@ _NO_LABELS = np.empty(0, dtype=np.int64)
 
 
 def _jit_consts(op: OpRun, x: np.ndarray, n_out: int | None, n_labels: int | None = None) -> tuple | None:
-    """What _jit_ml.linear_classify needs for inputs like ``x`` (weights [C, F], intercepts
+    """What native.ml_loops.linear_classify needs for inputs like ``x`` (weights [C, F], intercepts
     [C] in x's dtype, rows per pool part, and two empty arrays standing for the outputs it
     is not asked for), cached on ``op`` per (features, dtype); None where the compiled path
     does not apply: another dtype than float32/float64, no feature, no score, or a
@@ -100,7 +100,7 @@ def _jit_consts(op: OpRun, x: np.ndarray, n_out: int | None, n_labels: int | Non
 def _compiled_scores(k, x: np.ndarray, consts: tuple, transform: int,
                      labels: np.ndarray = _NO_LABELS) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(winners [N], scores [N, C] in x's dtype or None, transformed float32 scores or None)
-    by _jit_ml.linear_classify: winners are labels[i] for int64 ``labels``, else the
+    by native.ml_loops.linear_classify: winners are labels[i] for int64 ``labels``, else the
     indices i; the scores come back only when ``transform`` is -1 (then numpy transforms
     them). Rows split over the kernel pool by parts of about _JIT_PART_MACS multiply-adds."""
     wt, b, min_part, scores, z = consts

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..ops_cpu import _jit
+from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import ML_DOMAIN, check_choice, row_max, row_sum
@@ -36,8 +36,8 @@ def scaler(x: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 #: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.ops_ml._jit_ml"
-#: norm -> its code in _jit_ml.normalize_rows
+_JIT_ML = "onnxrt.native.ml_loops"
+#: norm -> its code in native.ml_loops.normalize_rows
 _NORM_CODES = {"MAX": 0, "L1": 1, "L2": 2}
 #: elements per part when the compiled loop's rows split over the kernel pool
 _JIT_PART_ELEMENTS = 1 << 19

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..ops_cpu import _jit
+from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import (
@@ -22,8 +22,8 @@ KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
 
 
 #: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.ops_ml._jit_ml"
-#: kernel_type -> the code of _jit_ml.svm_predict
+_JIT_ML = "onnxrt.native.ml_loops"
+#: kernel_type -> the code of native.ml_loops.svm_predict
 _KIND_CODES = {name: i for i, name in enumerate(KERNELS)}
 #: multiply-adds (rows x support vectors x features) per part when the compiled kernel's
 #: rows split over the kernel pool (about half a millisecond each)
@@ -202,7 +202,7 @@ class _SVMBase(OpRun):
                   prob: tuple[np.ndarray, np.ndarray] | None = None, labels: np.ndarray = _NO_LABELS,
                   probs_dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(decision values [N, len(bias)], winners [N] or [0], probabilities [N, classes] or
-        [0, 0] in ``probs_dtype``) by _jit_ml.svm_predict; ``wt`` is [len(bias), n_sv];
+        [0, 0] in ``probs_dtype``) by native.ml_loops.svm_predict; ``wt`` is [len(bias), n_sv];
         winners are labels[i] for int64 ``labels``, else the class indices i. The arguments
         are the same at every call (bound at the first). Rows go to the kernel pool by parts
         of about _JIT_PART_MACS multiply-adds."""

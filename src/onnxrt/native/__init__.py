@@ -1,4 +1,4 @@
-"""The numba-compiled kernels, loaded on first use; None (numpy's paths) without numba or with ONNXRT_JIT=0."""
+"""onnxrt's native door: compiled kernels (numba, loaded on first use; None without numba or with ONNXRT_JIT=0), the GIL-free team, BLAS by address."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from types import ModuleType
 
 import numpy as np
 
-from .. import parallel
-from ..parallel import _TLS, MIN_PARALLEL_WORK, parallel_for
+from .. import parallel  # attributes read at call time: parallel imports .blas, hence this package, first
+from . import blas
 
 _MODE = os.environ.get("ONNXRT_JIT", "auto").strip().lower()
 #: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
@@ -30,16 +30,16 @@ _LOADED: dict[str, ModuleType | None] = {}
 #: why the kernels could not be loaded (None when they were, or were never asked for)
 LOAD_ERROR: str | None = None
 #: the compiled float32 loops of the operators in ai.onnx
-CORE = "onnxrt.ops_cpu._jit_kernels"
+CORE = "onnxrt.native.loops"
 #: the team of GIL-free worker threads and the part functions it runs
-TEAM = "onnxrt.ops_cpu._jit_team"
+TEAM = "onnxrt.native.team"
 #: work items (elements, or row elements) per part of a team job: ~30 us of a sigmoid
 TEAM_PART = 1 << 16
 
 
 def kernels(module: str = CORE) -> ModuleType | None:
-    """A module of compiled kernels (``_jit_kernels`` by default; an operator family may keep
-    its own, such as ``onnxrt.ops_ml._jit_ml``), or None when numba is not installed, failed
+    """A module of compiled kernels (``native.loops`` by default; an operator family may keep
+    its own, such as ``onnxrt.native.ml_loops``), or None when numba is not installed, failed
     to load, or the kernels are disabled: callers then run their numpy code, which computes
     the same functions within the same stated accuracy.
 
@@ -48,7 +48,7 @@ def kernels(module: str = CORE) -> ModuleType | None:
     type (or loads from numba's on-disk cache).
     """
     global LOAD_ERROR
-    if not ENABLED or _TLS.no_jit:
+    if not ENABLED or parallel._TLS.no_jit:
         return None
     try:
         return _LOADED[module]
@@ -77,7 +77,7 @@ def active() -> bool:
     """Whether this thread's kernels may take compiled paths now (numba loaded or not yet):
     False with ONNXRT_JIT=0 and inside a session's first run (see :data:`EAGER`). Caches of
     decisions that depend on :func:`kernels` are only filled while this is True."""
-    return ENABLED and not _TLS.no_jit
+    return ENABLED and not parallel._TLS.no_jit
 
 
 class no_jit_run:
@@ -87,11 +87,11 @@ class no_jit_run:
     __slots__ = ("saved",)
 
     def __enter__(self) -> None:
-        self.saved = _TLS.no_jit
-        _TLS.no_jit = True
+        self.saved = parallel._TLS.no_jit
+        parallel._TLS.no_jit = True
 
     def __exit__(self, *exc: object) -> None:
-        _TLS.no_jit = self.saved
+        parallel._TLS.no_jit = self.saved
 
 
 @contextlib.contextmanager
@@ -124,13 +124,13 @@ def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
         fn(0, total)
         return
     bounds = [total * i // parts for i in range(parts + 1)]
-    parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=MIN_PARALLEL_WORK, blas=False)
+    parallel.parallel_for(parts, lambda lo, hi: fn(bounds[lo], bounds[hi]), work_per_item=parallel.MIN_PARALLEL_WORK, blas=False)
 
 
 def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size: int = TEAM_PART,
                cold_total: int = 0) -> bool:
-    """Run _jit_kernels' part function ``part`` on the team of GIL-free threads
-    (:mod:`onnxrt.ops_cpu._jit_team`) with the int64 argument block ``args`` (arrays in it
+    """Run native.loops' part function ``part`` on the team of GIL-free threads
+    (:mod:`onnxrt.native.team`) with the int64 argument block ``args`` (arrays in it
     stand for their data's address) over ``total`` work items, in parts of about
     ``part_size`` items (at most ``max_parts``) shared by the caller and the team (the part
     count is appended to ``args``). False when nothing ran: one thread allowed, fewer than
@@ -238,7 +238,7 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
         return None
     if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous):
         return None
-    sgemm = parallel.blas_sgemm_address()
+    sgemm = blas.blas_sgemm_address()
     if sgemm is None:
         return None
     m, k = a.shape
@@ -251,12 +251,12 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
             int(relu)]
     blocks = ((m if by_rows else n) + 15) // 16
     parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
-    parallel._blas_enter(1)  # one thread per block (already so inside a large run)
+    blas._blas_enter(1)  # one thread per block (already so inside a large run)
     try:
         if not team_split("gemm_part", args, m * k * n, max_parts=parts, part_size=part_size, cold_total=cold_total):
             return None
     finally:
-        parallel._blas_exit(1)
+        blas._blas_exit(1)
     if epilogue:
         epilogue.clear()
     return c

@@ -8,7 +8,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 
-from ..ops_cpu._jit_kernels import _reinterpret
+from .loops import _reinterpret
 
 # Why these kernels exist
 # -----------------------

@@ -9,7 +9,7 @@ from llvmlite import ir
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
-from . import _fastmath as fm
+from ..ops_cpu import _fastmath as fm
 
 # Why these loops are written as they are
 # ---------------------------------------
@@ -1806,8 +1806,8 @@ _f32_at = _pointer(types.float32)
 _u32_at = _pointer(types.uint32)
 
 
-# -- part functions of _jit_team's jobs: each gets the address of an int64 argument block and a part
-# index. They live here, not in _jit_team: numba's cache of a function is keyed on its own file only,
+# -- part functions of native.team's jobs: each gets the address of an int64 argument block and a part
+# index. They live here, not in native.team: numba's cache of a function is keyed on its own file only,
 # so a part compiled elsewhere would keep stale copies of the loops below it calls.
 
 #: elementwise kinds (first word of the arguments)

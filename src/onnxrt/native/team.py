@@ -360,7 +360,7 @@ def available() -> bool:
 
 def run_kept(block: np.ndarray, block_address: int, slots, arrays, address, part, parts: int, workers: int) -> bool:
     """Run ``part(block address, i)`` for i in [0, parts) on the caller and ``workers`` team
-    threads (``part``: a numba cfunc ``void(int64, int64)``, such as _jit_kernels'
+    threads (``part``: a numba cfunc ``void(int64, int64)``, such as native.loops'
     ``*_part``); False (nothing ran) when the team is not available or busy with another
     caller's job. ``block`` is the job's int64 argument block (``block_address`` its
     address, or 0 to find it): the addresses of ``arrays`` go into its ``slots`` while the
