@@ -10,6 +10,7 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from ..ops_cpu import _fastmath as fm
+from .layout import LAYOUTS
 
 # Why these loops are written as they are
 # ---------------------------------------
@@ -1822,16 +1823,32 @@ def relu(x, y):
         y[i] = _ZERO if v < _ZERO else v
 
 
+#: positions of each part's fields (native/layout.py declares the blocks): constants of the compiled decoders
+_AT_ELEMENTWISE = LAYOUTS["elementwise_part"].at
+_AT_TRANSPOSE = LAYOUTS["transpose_part"].at
+_AT_SOFTMAX = LAYOUTS["softmax_part"].at
+_AT_DEPTHWISE = LAYOUTS["depthwise_part"].at
+_AT_POINTWISE_GROUPS = LAYOUTS["pointwise_groups_part"].at
+_AT_IM2COL = LAYOUTS["im2col_part"].at
+_AT_WINO_INPUT = LAYOUTS["wino_input_part"].at
+_AT_WINO_GEMM = LAYOUTS["wino_gemm_part"].at
+_AT_WINO_OUTPUT = LAYOUTS["wino_output_part"].at
+_AT_POOL = LAYOUTS["pool_part"].at
+_AT_AFFINE = LAYOUTS["affine_part"].at
+_AT_GEMM = LAYOUTS["gemm_part"].at
+_AT_BANDS = LAYOUTS["bands_part"].at
+
+
 def elementwise_part(args, part):
     """Part ``part`` of y = f(x) over float32 arrays: args = (kind, x address, y address,
     size, parts); the kinds are SIGMOID (the fast loop, the exact one where it flags
     subnormal results), SIGMOID_EXACT (x may be y) and ERF."""
-    a = carray(_i64_at(args), 5)
-    n, parts = a[3], a[4]
+    a = carray(_i64_at(args), len(_AT_ELEMENTWISE))
+    n, parts = a[_AT_ELEMENTWISE.n], a[_AT_ELEMENTWISE.parts]
     lo, hi = n * part // parts, n * (part + 1) // parts
-    x = carray(_f32_at(a[1]), n)[lo:hi]
-    y = carray(_f32_at(a[2]), n)[lo:hi]
-    kind = a[0]
+    x = carray(_f32_at(a[_AT_ELEMENTWISE.x]), n)[lo:hi]
+    y = carray(_f32_at(a[_AT_ELEMENTWISE.y]), n)[lo:hi]
+    kind = a[_AT_ELEMENTWISE.kind]
     if kind == SIGMOID:
         if sigmoid(x, y):
             sigmoid_exact(x, y)
@@ -1846,42 +1863,42 @@ def elementwise_part(args, part):
 def transpose_part(args, part):
     """Part ``part`` of transpose_u32: args = (src address, dst address, batches, m, n,
     parts), the blocks of 8 rows split evenly."""
-    a = carray(_i64_at(args), 6)
-    batches, m, n, parts = a[2], a[3], a[4], a[5]
+    a = carray(_i64_at(args), len(_AT_TRANSPOSE))
+    batches, m, n, parts = a[_AT_TRANSPOSE.batches], a[_AT_TRANSPOSE.m], a[_AT_TRANSPOSE.n], a[_AT_TRANSPOSE.parts]
     blocks = batches * ((m + 7) // 8)
-    src = carray(_u32_at(a[0]), (batches, m, n))
-    dst = carray(_u32_at(a[1]), (batches, n, m))
+    src = carray(_u32_at(a[_AT_TRANSPOSE.src]), (batches, m, n))
+    dst = carray(_u32_at(a[_AT_TRANSPOSE.dst]), (batches, n, m))
     transpose_u32(src, dst, blocks * part // parts, blocks * (part + 1) // parts)
 
 
 def softmax_part(args, part):
     """Part ``part`` of Softmax (LogSoftmax when ``log``) over the rows of float32 (rows, n)
     arrays: args = (x address, y address, rows, n, log, parts)."""
-    a = carray(_i64_at(args), 6)
-    rows, n, parts = a[2], a[3], a[5]
+    a = carray(_i64_at(args), len(_AT_SOFTMAX))
+    rows, n, parts = a[_AT_SOFTMAX.rows], a[_AT_SOFTMAX.n], a[_AT_SOFTMAX.parts]
     lo, hi = rows * part // parts, rows * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (rows, n))[lo:hi]
-    y = carray(_f32_at(a[1]), (rows, n))[lo:hi]
+    x = carray(_f32_at(a[_AT_SOFTMAX.x]), (rows, n))[lo:hi]
+    y = carray(_f32_at(a[_AT_SOFTMAX.y]), (rows, n))[lo:hi]
     maxima = np.empty(hi - lo, np.float32)
     row_maxima(x, maxima)
-    softmax_rows(x, maxima, y, a[4] != 0)
+    softmax_rows(x, maxima, y, a[_AT_SOFTMAX.log] != 0)
 
 
 def depthwise_part(args, part):
     """Part ``part`` of depthwise_conv2d over float32 planes: args = (x address, w address,
     y address, bias address, z address, planes, height, width, channels, kh, kw, out_h,
     out_w, sh, sw, dh, dw, pt, pl, bias size, z size, relu, parts), blocks of whole planes."""
-    a = carray(_i64_at(args), 23)
-    planes, height, width, n_ch, kh, kw, out_h, out_w = a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12]
-    parts = a[22]
+    a = carray(_i64_at(args), len(_AT_DEPTHWISE))
+    planes, height, width, n_ch, kh, kw, out_h, out_w = a[_AT_DEPTHWISE.planes], a[_AT_DEPTHWISE.height], a[_AT_DEPTHWISE.width], a[_AT_DEPTHWISE.channels], a[_AT_DEPTHWISE.kh], a[_AT_DEPTHWISE.kw], a[_AT_DEPTHWISE.out_h], a[_AT_DEPTHWISE.out_w]
+    parts = a[_AT_DEPTHWISE.parts]
     lo, hi = planes * part // parts, planes * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
-    w = carray(_f32_at(a[1]), (n_ch, kh, kw))
-    y = carray(_f32_at(a[2]), (planes, out_h, out_w))
-    bias = carray(_f32_at(a[3]), a[19])
+    x = carray(_f32_at(a[_AT_DEPTHWISE.x]), (planes, height, width))[lo:hi]
+    w = carray(_f32_at(a[_AT_DEPTHWISE.w]), (n_ch, kh, kw))
+    y = carray(_f32_at(a[_AT_DEPTHWISE.y]), (planes, out_h, out_w))
+    bias = carray(_f32_at(a[_AT_DEPTHWISE.bias]), a[_AT_DEPTHWISE.bias_size])
     npix = out_h * out_w
-    z = carray(_f32_at(a[4]), a[20])[lo * npix:hi * npix] if a[20] else carray(_f32_at(a[4]), 0)
-    depthwise_conv2d(x, w, y[lo:hi], lo, a[13], a[14], a[15], a[16], a[17], a[18], bias, a[21] != 0, z)
+    z = carray(_f32_at(a[_AT_DEPTHWISE.z]), a[_AT_DEPTHWISE.z_size])[lo * npix:hi * npix] if a[_AT_DEPTHWISE.z_size] else carray(_f32_at(a[_AT_DEPTHWISE.z]), 0)
+    depthwise_conv2d(x, w, y[lo:hi], lo, a[_AT_DEPTHWISE.sh], a[_AT_DEPTHWISE.sw], a[_AT_DEPTHWISE.dh], a[_AT_DEPTHWISE.dw], a[_AT_DEPTHWISE.pt], a[_AT_DEPTHWISE.pl], bias, a[_AT_DEPTHWISE.relu] != 0, z)
 
 
 def pointwise_groups_part(args, part):
@@ -1892,23 +1909,23 @@ def pointwise_groups_part(args, part):
     channel shuffle folded into the convolution: Y's rows at a stride of ``groups``).
     args = (w address, x address, y address, bias address, z address, images, groups, mg,
     cg, npix, sgemm address, bias size, z size, relu, shuffled, parts); items split evenly."""
-    a = carray(_i64_at(args), 16)
-    images, groups, mg, cg, npix, parts = a[5], a[6], a[7], a[8], a[9], a[15]
+    a = carray(_i64_at(args), len(_AT_POINTWISE_GROUPS))
+    images, groups, mg, cg, npix, parts = a[_AT_POINTWISE_GROUPS.images], a[_AT_POINTWISE_GROUPS.groups], a[_AT_POINTWISE_GROUPS.mg], a[_AT_POINTWISE_GROUPS.cg], a[_AT_POINTWISE_GROUPS.npix], a[_AT_POINTWISE_GROUPS.parts]
     items = images * groups
-    w = carray(_f32_at(a[0]), groups * mg * cg)
-    x = carray(_f32_at(a[1]), items * cg * npix)
-    y = carray(_f32_at(a[2]), items * mg * npix)
-    bias = carray(_f32_at(a[3]), a[11])
-    z = carray(_f32_at(a[4]), a[12])
-    relu = a[13] != 0
-    shuffled = a[14] != 0
+    w = carray(_f32_at(a[_AT_POINTWISE_GROUPS.w]), groups * mg * cg)
+    x = carray(_f32_at(a[_AT_POINTWISE_GROUPS.x]), items * cg * npix)
+    y = carray(_f32_at(a[_AT_POINTWISE_GROUPS.y]), items * mg * npix)
+    bias = carray(_f32_at(a[_AT_POINTWISE_GROUPS.bias]), a[_AT_POINTWISE_GROUPS.bias_size])
+    z = carray(_f32_at(a[_AT_POINTWISE_GROUPS.z]), a[_AT_POINTWISE_GROUPS.z_size])
+    relu = a[_AT_POINTWISE_GROUPS.relu] != 0
+    shuffled = a[_AT_POINTWISE_GROUPS.shuffled] != 0
     for item in range(items * part // parts, items * (part + 1) // parts):
         g = item % groups
         if shuffled:
             y0, row = (item - g) * mg * npix + g * npix, groups * npix
         else:
             y0, row = item * mg * npix, npix
-        _sgemm(a[10], 0, mg, npix, cg, 1.0, w, g * mg * cg, cg, x, item * cg * npix, npix, y, y0, row)
+        _sgemm(a[_AT_POINTWISE_GROUPS.sgemm], 0, mg, npix, cg, 1.0, w, g * mg * cg, cg, x, item * cg * npix, npix, y, y0, row)
         if bias.size or z.size or relu:
             for ch in range(mg):
                 _epilogue(y, y0 + ch * row, npix, bias, g * mg + ch, relu, z)
@@ -1917,60 +1934,60 @@ def pointwise_groups_part(args, part):
 def im2col_part(args, part):
     """Part ``part`` of im2col2d over blocks of whole planes: args = (x address, column
     address, planes, height, width, out_h, out_w, kh, kw, sh, sw, dh, dw, pt, pl, parts)."""
-    a = carray(_i64_at(args), 16)
-    planes, height, width, out_h, out_w, kh, kw, parts = a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[15]
+    a = carray(_i64_at(args), len(_AT_IM2COL))
+    planes, height, width, out_h, out_w, kh, kw, parts = a[_AT_IM2COL.planes], a[_AT_IM2COL.height], a[_AT_IM2COL.width], a[_AT_IM2COL.out_h], a[_AT_IM2COL.out_w], a[_AT_IM2COL.kh], a[_AT_IM2COL.kw], a[_AT_IM2COL.parts]
     lo, hi = planes * part // parts, planes * (part + 1) // parts
     rows = kh * kw * out_h * out_w  # column elements per plane
-    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
-    col = carray(_f32_at(a[1]), planes * rows)[lo * rows:hi * rows]
-    im2col2d(x, col, out_h, out_w, kh, kw, a[9], a[10], a[11], a[12], a[13], a[14])
+    x = carray(_f32_at(a[_AT_IM2COL.x]), (planes, height, width))[lo:hi]
+    col = carray(_f32_at(a[_AT_IM2COL.col]), planes * rows)[lo * rows:hi * rows]
+    im2col2d(x, col, out_h, out_w, kh, kw, a[_AT_IM2COL.sh], a[_AT_IM2COL.sw], a[_AT_IM2COL.dh], a[_AT_IM2COL.dw], a[_AT_IM2COL.pt], a[_AT_IM2COL.pl])
 
 
 def wino_input_part(args, part):
     """Part ``part`` of wino_input over blocks of channels: args = (x address, v address,
     channels, height, width, pt, pl, th, tw, parts)."""
-    a = carray(_i64_at(args), 10)
-    ch, height, width, th, tw, parts = a[2], a[3], a[4], a[7], a[8], a[9]
-    x = carray(_f32_at(a[0]), (ch, height, width))
-    v = carray(_f32_at(a[1]), (16, ch, th * tw))
-    wino_input(x, v, ch * part // parts, ch * (part + 1) // parts, a[5], a[6], th, tw)
+    a = carray(_i64_at(args), len(_AT_WINO_INPUT))
+    ch, height, width, th, tw, parts = a[_AT_WINO_INPUT.channels], a[_AT_WINO_INPUT.height], a[_AT_WINO_INPUT.width], a[_AT_WINO_INPUT.th], a[_AT_WINO_INPUT.tw], a[_AT_WINO_INPUT.parts]
+    x = carray(_f32_at(a[_AT_WINO_INPUT.x]), (ch, height, width))
+    v = carray(_f32_at(a[_AT_WINO_INPUT.v]), (16, ch, th * tw))
+    wino_input(x, v, ch * part // parts, ch * (part + 1) // parts, a[_AT_WINO_INPUT.pt], a[_AT_WINO_INPUT.pl], th, tw)
 
 
 def wino_gemm_part(args, part):
     """Part ``part`` of the 16 tile products mx[i] = u[i] v[i] (u (16, M, C), v (16, C, T)),
     each one single-threaded BLAS call: args = (u address, v address, mx address, M, C, T,
     sgemm address, parts)."""
-    a = carray(_i64_at(args), 8)
-    m, c, t, parts = a[3], a[4], a[5], a[7]
-    u = carray(_f32_at(a[0]), 16 * m * c)
-    v = carray(_f32_at(a[1]), 16 * c * t)
-    mx = carray(_f32_at(a[2]), 16 * m * t)
+    a = carray(_i64_at(args), len(_AT_WINO_GEMM))
+    m, c, t, parts = a[_AT_WINO_GEMM.m], a[_AT_WINO_GEMM.c], a[_AT_WINO_GEMM.t], a[_AT_WINO_GEMM.parts]
+    u = carray(_f32_at(a[_AT_WINO_GEMM.u]), 16 * m * c)
+    v = carray(_f32_at(a[_AT_WINO_GEMM.v]), 16 * c * t)
+    mx = carray(_f32_at(a[_AT_WINO_GEMM.mx]), 16 * m * t)
     for i in range(16 * part // parts, 16 * (part + 1) // parts):
-        _sgemm(a[6], 0, m, t, c, 1.0, u, i * m * c, c, v, i * c * t, t, mx, i * m * t, t)
+        _sgemm(a[_AT_WINO_GEMM.sgemm], 0, m, t, c, 1.0, u, i * m * c, c, v, i * c * t, t, mx, i * m * t, t)
 
 
 def wino_output_part(args, part):
     """Part ``part`` of wino_output over blocks of output channels: args = (mx address,
     y address, M, out_h, out_w, th, tw, bias address, bias size, relu, z address, z size,
     parts)."""
-    a = carray(_i64_at(args), 13)
-    m, out_h, out_w, th, tw, parts = a[2], a[3], a[4], a[5], a[6], a[12]
-    mx = carray(_f32_at(a[0]), (16, m, th * tw))
-    y = carray(_f32_at(a[1]), (m, out_h, out_w))
-    bias = carray(_f32_at(a[7]), a[8])
-    z = carray(_f32_at(a[10]), a[11])
-    wino_output(mx, y, m * part // parts, m * (part + 1) // parts, th, tw, bias, a[9] != 0, z)
+    a = carray(_i64_at(args), len(_AT_WINO_OUTPUT))
+    m, out_h, out_w, th, tw, parts = a[_AT_WINO_OUTPUT.m], a[_AT_WINO_OUTPUT.out_h], a[_AT_WINO_OUTPUT.out_w], a[_AT_WINO_OUTPUT.th], a[_AT_WINO_OUTPUT.tw], a[_AT_WINO_OUTPUT.parts]
+    mx = carray(_f32_at(a[_AT_WINO_OUTPUT.mx]), (16, m, th * tw))
+    y = carray(_f32_at(a[_AT_WINO_OUTPUT.y]), (m, out_h, out_w))
+    bias = carray(_f32_at(a[_AT_WINO_OUTPUT.bias]), a[_AT_WINO_OUTPUT.bias_size])
+    z = carray(_f32_at(a[_AT_WINO_OUTPUT.z]), a[_AT_WINO_OUTPUT.z_size])
+    wino_output(mx, y, m * part // parts, m * (part + 1) // parts, th, tw, bias, a[_AT_WINO_OUTPUT.relu] != 0, z)
 
 
 @njit(**_INLINE)
 def _pool_part_arrays(args, part):
     # pool_part's argument block and its block of planes: (block, x, y, scale)
-    a = carray(_i64_at(args), 20)
-    planes, height, width, out_h, out_w, parts = a[3], a[4], a[5], a[6], a[7], a[19]
+    a = carray(_i64_at(args), len(_AT_POOL))
+    planes, height, width, out_h, out_w, parts = a[_AT_POOL.planes], a[_AT_POOL.height], a[_AT_POOL.width], a[_AT_POOL.out_h], a[_AT_POOL.out_w], a[_AT_POOL.parts]
     lo, hi = planes * part // parts, planes * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (planes, height, width))[lo:hi]
-    y = carray(_f32_at(a[1]), (planes, out_h, out_w))[lo:hi]
-    return a, x, y, carray(_f32_at(a[2]), (a[8], a[9]))
+    x = carray(_f32_at(a[_AT_POOL.x]), (planes, height, width))[lo:hi]
+    y = carray(_f32_at(a[_AT_POOL.y]), (planes, out_h, out_w))[lo:hi]
+    return a, x, y, carray(_f32_at(a[_AT_POOL.scale]), (a[_AT_POOL.scale_rows], a[_AT_POOL.scale_cols]))
 
 
 def pool_part(args, part):
@@ -1978,14 +1995,14 @@ def pool_part(args, part):
     scale address, planes, height, width, out_h, out_w, scale rows, scale columns, kh, kw,
     sh, sw, dh, dw, pt, pl, is_max, parts)."""
     a, x, y, inv = _pool_part_arrays(args, part)
-    pool2d(x, y, a[10], a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18] != 0, inv)
+    pool2d(x, y, a[_AT_POOL.kh], a[_AT_POOL.kw], a[_AT_POOL.sh], a[_AT_POOL.sw], a[_AT_POOL.dh], a[_AT_POOL.dw], a[_AT_POOL.pt], a[_AT_POOL.pl], a[_AT_POOL.is_max] != 0, inv)
 
 
 def pool_s2_part(args, part):
     """Part ``part`` of pool2d_s2 over blocks of whole planes: pool_part's args (3x3 windows,
     strides 2, dilations 1). Its own part function, as pool_same_part."""
     a, x, y, inv = _pool_part_arrays(args, part)
-    pool2d_s2(x, y, a[16], a[17], a[18] != 0, inv)
+    pool2d_s2(x, y, a[_AT_POOL.pt], a[_AT_POOL.pl], a[_AT_POOL.is_max] != 0, inv)
 
 
 def pool_same_part(args, part):
@@ -1993,18 +2010,18 @@ def pool_same_part(args, part):
     strides and dilations 1). Its own part function: a model without same-size pools never
     loads its code (each compiled function loaded from numba's cache is resident memory)."""
     a, x, y, inv = _pool_part_arrays(args, part)
-    pool2d_same(x, y, a[10], a[11], a[16], a[17], a[18] != 0, inv)
+    pool2d_same(x, y, a[_AT_POOL.kh], a[_AT_POOL.kw], a[_AT_POOL.pt], a[_AT_POOL.pl], a[_AT_POOL.is_max] != 0, inv)
 
 
 def affine_part(args, part):
     """Part ``part`` of affine_rows over blocks of rows: args = (x address, a address,
     b address, y address, rows, columns, relu, parts)."""
-    a = carray(_i64_at(args), 8)
-    rows, cols, parts = a[4], a[5], a[7]
+    a = carray(_i64_at(args), len(_AT_AFFINE))
+    rows, cols, parts = a[_AT_AFFINE.rows], a[_AT_AFFINE.cols], a[_AT_AFFINE.parts]
     lo, hi = rows * part // parts, rows * (part + 1) // parts
-    x = carray(_f32_at(a[0]), (rows, cols))[lo:hi]
-    y = carray(_f32_at(a[3]), (rows, cols))[lo:hi]
-    affine_rows(x, carray(_f32_at(a[1]), rows)[lo:hi], carray(_f32_at(a[2]), rows)[lo:hi], y, a[6] != 0)
+    x = carray(_f32_at(a[_AT_AFFINE.x]), (rows, cols))[lo:hi]
+    y = carray(_f32_at(a[_AT_AFFINE.y]), (rows, cols))[lo:hi]
+    affine_rows(x, carray(_f32_at(a[_AT_AFFINE.a]), rows)[lo:hi], carray(_f32_at(a[_AT_AFFINE.b]), rows)[lo:hi], y, a[_AT_AFFINE.relu] != 0)
 
 
 def gemm_part(args, part):
@@ -2014,28 +2031,28 @@ def gemm_part(args, part):
     the block while it is in cache. args = (a address, b address, c address, m, k, n, lda,
     ldb, ldc, sgemm address, by_rows, bias address, bias size, z address, z size, relu,
     parts)."""
-    a = carray(_i64_at(args), 17)
-    m, kk, n, lda, ldb, ldc, by_rows, parts = a[3], a[4], a[5], a[6], a[7], a[8], a[10], a[16]
+    a = carray(_i64_at(args), len(_AT_GEMM))
+    m, kk, n, lda, ldb, ldc, by_rows, parts = a[_AT_GEMM.m], a[_AT_GEMM.k], a[_AT_GEMM.n], a[_AT_GEMM.lda], a[_AT_GEMM.ldb], a[_AT_GEMM.ldc], a[_AT_GEMM.by_rows], a[_AT_GEMM.parts]
     size = m if by_rows else n
     blocks = (size + 15) // 16
     i0 = min(size, blocks * part // parts * 16)
     i1 = min(size, blocks * (part + 1) // parts * 16)
     if i1 <= i0:
         return
-    av = carray(_f32_at(a[0]), (m - 1) * lda + kk)
-    bv = carray(_f32_at(a[1]), (kk - 1) * ldb + n)
-    cv = carray(_f32_at(a[2]), (m - 1) * ldc + n)
-    bias = carray(_f32_at(a[11]), a[12])
-    z = carray(_f32_at(a[13]), a[14])
-    relu = a[15] != 0
+    av = carray(_f32_at(a[_AT_GEMM.a]), (m - 1) * lda + kk)
+    bv = carray(_f32_at(a[_AT_GEMM.b]), (kk - 1) * ldb + n)
+    cv = carray(_f32_at(a[_AT_GEMM.c]), (m - 1) * ldc + n)
+    bias = carray(_f32_at(a[_AT_GEMM.bias]), a[_AT_GEMM.bias_size])
+    z = carray(_f32_at(a[_AT_GEMM.z]), a[_AT_GEMM.z_size])
+    relu = a[_AT_GEMM.relu] != 0
     post = bias.size or z.size or relu
     if by_rows:
-        _sgemm(a[9], 0, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
+        _sgemm(a[_AT_GEMM.sgemm], 0, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
         if post:
             for r in range(i0, i1):
                 _epilogue(cv, r * ldc, n, bias, r, relu, z)
     else:
-        _sgemm(a[9], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
+        _sgemm(a[_AT_GEMM.sgemm], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
         if post:
             for r in range(m):
                 _epilogue(cv, r * ldc + i0, i1 - i0, bias, r, relu, z)
@@ -2047,18 +2064,18 @@ def bands_part(args, part):
     address, w2 address, y address, counter address, scratch address, bias address, z
     address, images, channels, height, width, m, out_h, out_w, band rows, sgemm address,
     kh, kw, sh, sw, dh, dw, pt, pl, bias size, z size, relu, parts)."""
-    a = carray(_i64_at(args), 28)
-    images, planes, height, width, m, out_h, out_w, rows = a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14]
-    kh, kw = a[16], a[17]
+    a = carray(_i64_at(args), len(_AT_BANDS))
+    images, planes, height, width, m, out_h, out_w, rows = a[_AT_BANDS.images], a[_AT_BANDS.channels], a[_AT_BANDS.height], a[_AT_BANDS.width], a[_AT_BANDS.m], a[_AT_BANDS.out_h], a[_AT_BANDS.out_w], a[_AT_BANDS.band_rows]
+    kh, kw = a[_AT_BANDS.kh], a[_AT_BANDS.kw]
     depth = planes * kh * kw
     block = depth * rows * out_w
-    x = carray(_f32_at(a[0]), (images, planes, height, width))
-    w2 = carray(_f32_at(a[1]), (m, depth))
-    y = carray(_f32_at(a[2]), (images, m, out_h * out_w))
-    counter = carray(_i64_at(a[3]), 1)
-    col = carray(_f32_at(a[4]), block * a[27])[part * block:(part + 1) * block]
-    conv2d_bands(x, w2, y, counter, rows, a[15], col, out_h, out_w, kh, kw, a[18], a[19], a[20], a[21], a[22], a[23],
-                 carray(_f32_at(a[5]), a[24]), a[26] != 0, carray(_f32_at(a[6]), a[25]))
+    x = carray(_f32_at(a[_AT_BANDS.x]), (images, planes, height, width))
+    w2 = carray(_f32_at(a[_AT_BANDS.w2]), (m, depth))
+    y = carray(_f32_at(a[_AT_BANDS.y]), (images, m, out_h * out_w))
+    counter = carray(_i64_at(a[_AT_BANDS.counter]), 1)
+    col = carray(_f32_at(a[_AT_BANDS.scratch]), block * a[_AT_BANDS.parts])[part * block:(part + 1) * block]
+    conv2d_bands(x, w2, y, counter, rows, a[_AT_BANDS.sgemm], col, out_h, out_w, kh, kw, a[_AT_BANDS.sh], a[_AT_BANDS.sw], a[_AT_BANDS.dh], a[_AT_BANDS.dw], a[_AT_BANDS.pt], a[_AT_BANDS.pl],
+                 carray(_f32_at(a[_AT_BANDS.bias]), a[_AT_BANDS.bias_size]), a[_AT_BANDS.relu] != 0, carray(_f32_at(a[_AT_BANDS.z]), a[_AT_BANDS.z_size]))
 
 
 _PARTS: dict = {}
