@@ -105,6 +105,24 @@ class OpRun:
 
     Subclasses implement ``_run(*inputs, attributes=None, verbose=0, fLOG=None)`` and
     return a tuple with one value per output. Kernels never modify their inputs.
+    ``attributes``, ``verbose`` and ``fLOG`` are mlprodict's seed API, kept so that kernels
+    written for it run unchanged: the engine never passes them and no kernel reads them
+    (``fLOG`` was mlprodict's logging function). Kernels that run subgraphs also take the
+    keyword ``context`` (the outer scope's values), passed when ``needs_context`` is set.
+
+    Helpers every kernel shares, so that policies live here and not in each kernel:
+
+    - :meth:`check_alloc` ``(shape, dtype, what)``: refuses, before any work, an output or
+      large temporary whose size the model or the data decide and which would pass
+      ``SessionOptions.max_tensor_bytes`` (or the machine's memory), with
+      ``AllocationError``. Every kernel that takes a size from an attribute or an input
+      calls it before allocating (``tests/ops/test_alloc_policy.py``).
+    - :meth:`node_label` ``()``: ``"Node 'name' (OpType)"``, the prefix of load-time errors.
+    - :meth:`check_choice` ``(name, choices)``: ``InvalidAttributeError`` when attribute
+      ``name`` is not one of ``choices``.
+
+    ``_node_label`` and ``_check_choice`` are the former names, kept as aliases for the
+    kernels not yet renamed.
     """
 
     op_type: ClassVar[str] = ""
@@ -148,25 +166,26 @@ class OpRun:
         """Called by the plan once the node is built: ``positions`` of its model constants."""
         self.const_inputs = frozenset(positions)
 
-    def _node_label(self) -> str:
+    def node_label(self) -> str:
+        """``"Node 'name' (OpType)"``: how errors name the node."""
         return f"Node {self.onnx_node.name!r} ({self.onnx_node.op_type or type(self).op_type})"
 
     def _parse_attributes(self, desc: dict[str, Any]) -> None:
         schema = self._schema
         given: dict[str, Any] = {}
-        label, limit = self._node_label(), tensor_limit(self.options)
+        label, limit = self.node_label(), tensor_limit(self.options)
         base_dir = self.options.get("base_dir")  # the model's folder, for external tensors
         for att in self.onnx_node.attribute:
             if att.ref_attr_name:
                 raise InvalidAttributeError(
-                    f"{self._node_label()}: attribute {att.name!r} refers to {att.ref_attr_name!r}, "
+                    f"{self.node_label()}: attribute {att.name!r} refers to {att.ref_attr_name!r}, "
                     f"which only a function body can resolve."
                 )
             if schema is not None and att.name in schema.attributes:
                 expected = schema.attributes[att.name].type
                 if att.type != expected:
                     raise InvalidAttributeError(
-                        f"{self._node_label()}: attribute {att.name!r} must be of type "
+                        f"{self.node_label()}: attribute {att.name!r} must be of type "
                         f"{AttributeProto.AttributeType.Name(expected)}, got "
                         f"{AttributeProto.AttributeType.Name(att.type)}."
                     )
@@ -189,7 +208,7 @@ class OpRun:
         for name in self._required:
             if name not in given:
                 raise InvalidAttributeError(
-                    f"{self._node_label()} misses the required attribute {name!r}."
+                    f"{self.node_label()} misses the required attribute {name!r}."
                 )
         for name, default in self._defaults.items():
             value = given.get(name, None if default is _NO_DEFAULT else default)
@@ -225,13 +244,17 @@ class OpRun:
         exceed the session's ``max_tensor_bytes`` or the machine's memory."""
         _check_alloc(shape, dtype, self.options, f"{self.onnx_node.op_type or type(self).op_type} {what}")
 
-    def _check_choice(self, name: str, choices: tuple[Any, ...]) -> None:
+    def check_choice(self, name: str, choices: tuple[Any, ...]) -> None:
         """Raise InvalidAttributeError when attribute ``name`` is not one of ``choices``."""
         value = self._atts.get(name)
         if value not in choices:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
+                f"{self.node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
             )
+
+    #: former names of :meth:`node_label` and :meth:`check_choice`
+    _node_label = node_label
+    _check_choice = check_choice
 
     @property
     def implicit_inputs(self) -> list[str]:
