@@ -318,20 +318,23 @@ def test_large_softmax_split_over_threads_equals_one_call(axis):
     from onnxrt.ops_cpu.op_softmax import _softmax_native
 
     from onnxrt import native as _jit
+    from onnxrt.fastpaths.softmax import softmax_compiled, softmax_lanes
 
     x = np.random.default_rng(3).standard_normal((300, 40, 30)).astype(np.float32) * 5
     k = _jit.kernels()
     for fn, log in ((softmax, False), (log_softmax, True)):
-        y = fn(x, axis=axis)
-        assert y.dtype == np.float32 and y.shape == x.shape
         if axis == -1:  # the last axis runs the compiled loop: the split equals its one call
+            y = softmax_compiled(x, 30, log)
             one = np.empty((300 * 40, 30), np.float32)
             k.softmax_rows(x.reshape(-1, 30), x.reshape(-1, 30).max(axis=1), one, log)
             np.testing.assert_array_equal(y, one.reshape(x.shape))
-        else:
+        elif axis > 0:  # the pool's blocks of the first axis
+            y = softmax_lanes(x, axis, log)
             np.testing.assert_array_equal(y, _softmax_native(x, axis % 3, log))
-        with _jit.disabled():
-            np.testing.assert_array_equal(fn(x, axis=axis), _softmax_native(x, axis % 3, log))
+        else:
+            y = fn(x, axis=axis)
+        assert y.dtype == np.float32 and y.shape == x.shape
+        np.testing.assert_array_equal(fn(x, axis=axis), _softmax_native(x, axis % 3, log))
     np.testing.assert_allclose(softmax(x, axis=axis).astype(np.float64), _np_softmax(f64(x), axis), rtol=1e-5, atol=1e-7)
 
 
@@ -347,10 +350,12 @@ def test_compiled_softmax_rows_accuracy_and_special_values(log):
     x[4, 0] = np.inf
     x[5, :200] = -np.inf
     x[6] = -np.inf
+    from onnxrt.fastpaths.softmax import softmax_compiled
+
     fn = log_softmax if log else softmax
-    y = fn(x)
-    with _jit.disabled(), np.errstate(invalid="ignore"):
-        expected = fn(x)
+    y = softmax_compiled(x, 257, log)
+    with np.errstate(invalid="ignore"):
+        expected = fn(x)  # the reference kernel
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
     for row in (3, 4, 6):
@@ -399,7 +404,9 @@ def test_compiled_softmax_keeps_tiny_results_down_to_its_flush():
     x[0, :6] = [0.0, -87.0, -87.5, -87.65, -87.72, -np.inf]
     x[1, 7] = np.nan
     x[2] = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
-    y = softmax(x, axis=-1)
+    from onnxrt.fastpaths.softmax import softmax_compiled
+
+    y = softmax_compiled(x, 4096, False)
     assert y.dtype == np.float32 and y.shape == x.shape
     exact = np.exp(f64(x[0, :5]))
     np.testing.assert_allclose(y[0, :3], exact[:3], rtol=1e-6)  # 1, a normal and a subnormal

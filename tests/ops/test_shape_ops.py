@@ -222,15 +222,20 @@ def test_compiled_batched_transpose_edges_and_bits(shape, dtype, monkeypatch):
     x = bits.view(dtype)
     perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
     want = np.transpose(x, perm)
-    monkeypatch.setattr(op_transpose, "_SMALL", 0)  # small shapes take the compiled path too
-    for part in (op_transpose.TRANSPOSE_PART, 64):
-        monkeypatch.setattr(op_transpose, "TRANSPOSE_PART", part)
-        got = transpose(x, perm)
+    from onnxrt.fastpaths import transpose as fast_transpose
+
+    # small shapes take the compiled path too (called directly)
+    out_shape, dims = fast_transpose.batched_2d(x.shape, perm)
+    for part in (fast_transpose.TRANSPOSE_PART, 64):
+        monkeypatch.setattr(fast_transpose, "TRANSPOSE_PART", part)
+        got = fast_transpose.transpose_compiled(x, out_shape, dims)
         assert got.dtype == dtype and got.shape == want.shape and got.flags.c_contiguous
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     # a non-contiguous input
     view = x[..., ::2, 1:]
-    np.testing.assert_array_equal(transpose(view, perm).view(np.uint32), np.transpose(view, perm).view(np.uint32))
+    out_shape, dims = fast_transpose.batched_2d(view.shape, perm)
+    np.testing.assert_array_equal(fast_transpose.transpose_compiled(view, out_shape, dims).view(np.uint32),
+                                  np.transpose(view, perm).view(np.uint32))
 
 
 @settings(max_examples=40, deadline=None)

@@ -9,4 +9,8 @@ table against the declarations).
 from __future__ import annotations
 
 #: (domain, op_type) -> the module of onnxrt.fastpaths declaring its paths
-MODULES: dict[tuple[str, str], str] = {}
+MODULES: dict[tuple[str, str], str] = {
+    ("", "Transpose"): "transpose",
+    ("", "Softmax"): "softmax",
+    ("", "LogSoftmax"): "softmax",
+}

@@ -7,12 +7,9 @@ import math
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..parallel import parallel_for
 from ..registry import register
-from .. import native as _jit
 from ._op import OpRun
 
-_F32 = np.dtype(np.float32)
 _NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
@@ -23,6 +20,8 @@ def _axis(axis: int, rank: int) -> int:
 
 
 def _softmax_native(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    """The reference kernel of Softmax/LogSoftmax along ``axis`` (fast paths:
+    onnxrt.fastpaths.softmax)."""
     # subtracting the maximum makes exp() overflow-free; the row holding the maximum sums to >= 1
     y = np.subtract(x, np.max(x, axis=axis, keepdims=True))
     if log:
@@ -33,55 +32,6 @@ def _softmax_native(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
     np.exp(y, out=y)
     s = np.sum(y, axis=axis, keepdims=True)
     return np.divide(y, s, out=y)
-
-
-#: elements from which Softmax/LogSoftmax split their rows over the kernel pool
-_PARALLEL_SIZE = 1 << 18
-
-
-def _softmax_rows(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
-    """:func:`_softmax_native` with the lanes split over the kernel pool by blocks of the
-    first axis (not the softmax axis: each block holds whole lanes). np.exp dominates and
-    is compute-bound, so a second core halves it; each lane is computed as in one call."""
-    if axis == x.ndim - 1 and x.dtype == _F32 and x.size >= _JIT_SIZE and (k := _jit.kernels()) is not None:
-        return _softmax_compiled(k, x, log)
-    if x.size < _PARALLEL_SIZE or axis == 0 or x.shape[0] < 2:
-        return _softmax_native(x, axis, log)
-    out = np.empty(x.shape, dtype=x.dtype)
-
-    def rows(lo: int, hi: int) -> None:
-        with np.errstate(all="ignore"):  # numpy's error state is per thread
-            out[lo:hi] = _softmax_native(x[lo:hi], axis, log)
-
-    parallel_for(x.shape[0], rows, work_per_item=(x.size // x.shape[0]) * 16)
-    return out
-
-
-#: float32 elements from which Softmax/LogSoftmax along the last axis run the compiled loop:
-#: two compiled calls against numpy's four passes and two reductions, 15 -> 7.5 us for 1000
-#: elements (squeezenet's classifier; 27 -> 19 us behind a large kernel); below, about even
-_JIT_SIZE = 1 << 8
-
-
-def _softmax_compiled(k, x: np.ndarray, log: bool) -> np.ndarray:
-    """The numba loop over the rows of a float32 input along its last axis: exp(x - max)
-    by native.loops' exp (about 1 ulp, numpy's is 2; results below about 8.6e-39 flush to 0, as
-    onnxruntime's do), its sum, then the scaling (or the subtraction of the log), each row
-    while it is in cache, after a compiled pass for the row maxima. Blocks of rows go to the kernel pool."""
-    n = x.shape[-1]
-    src = np.ascontiguousarray(x).reshape(-1, n)
-    out = np.empty(src.shape, dtype=np.float32)
-    rows = src.shape[0]
-
-    def block(lo: int, hi: int) -> None:
-        maxima = np.empty(hi - lo, np.float32)
-        k.row_maxima(src[lo:hi], maxima)  # as the team's parts do (numpy's max: 1.5x longer)
-        k.softmax_rows(src[lo:hi], maxima, out[lo:hi], log)
-
-    args = [src, out, rows, n, int(log)]
-    if not (rows * n >= 1 << 19 and _jit.team_split("softmax_part", args, rows * n, max_parts=rows)):
-        _jit.split(rows, block, max(1, (1 << 18) // n))
-    return out.reshape(x.shape)
 
 
 def _hardmax_native(x: np.ndarray, axis: int, log: bool = False) -> np.ndarray:
@@ -107,7 +57,7 @@ def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False)
     if x.size == 0:
         return x.copy()
     dt = x.dtype
-    work = x if dt in _NATIVE or kernel is _softmax_rows else x.astype(np.float32)
+    work = x if dt in _NATIVE or kernel is _softmax_native else x.astype(np.float32)
     if coerce_2d:
         # [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}]: the operation runs over the whole trailing block
         shape = work.shape
@@ -120,12 +70,12 @@ def _apply(kernel, x: np.ndarray, axis: int, coerce_2d: bool, log: bool = False)
 
 def softmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
     """exp(x) / sum(exp(x)) along ``axis``, in the input's float type (see :func:`_apply`)."""
-    return _apply(_softmax_rows, x, axis, coerce_2d)
+    return _apply(_softmax_native, x, axis, coerce_2d)
 
 
 def log_softmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:
     """x - log(sum(exp(x))) along ``axis``, computed with the maximum subtracted first."""
-    return _apply(_softmax_rows, x, axis, coerce_2d, log=True)
+    return _apply(_softmax_native, x, axis, coerce_2d, log=True)
 
 
 def hardmax(x: np.ndarray, axis: int = -1, coerce_2d: bool = False) -> np.ndarray:

@@ -10,15 +10,12 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..parallel import parallel_for
 from ..registry import register
-from .. import native as _jit
 from ._op import OpRun
 
 #: below this many elements numpy's plain strided copy is the fastest
 _SMALL = 1 << 14
 #: elements of one tile of the blocked copy (both moving axes): it stays in L2
 _TILE_AREA = 1 << 18
-#: elements per part when the compiled transpose splits its row blocks over the pool
-TRANSPOSE_PART = 1 << 18
 
 
 def _coalesce(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[list[int], list[int]]:
@@ -65,7 +62,9 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
     one has a large power-of-two byte stride (every row of a tile falls in the same
     cache set). The kernel merges axes that move together, then copies tile by tile
     and, for such strides, first copies the input into a buffer whose rows are padded
-    by one cache line so that the strided reads spread over the cache.
+    by one cache line so that the strided reads spread over the cache. This is the
+    reference kernel (a copy: exact whatever the order); the compiled batched 2-D transpose
+    of 4-byte values is a fast path (onnxrt.fastpaths.transpose).
     """
     data = np.asarray(data)
     p, out_shape, dims, q = _plan(data.shape, None if perm is None else tuple(perm))
@@ -77,23 +76,6 @@ def transpose(data: np.ndarray, perm=None) -> np.ndarray:
         return np.array(data, copy=True, order="C").reshape(out_shape)
     src = data.reshape(dims)
     out = np.empty([dims[a] for a in q], dtype=data.dtype)
-    if (
-        n >= 2 and q[-2:] == [n - 1, n - 2] and q[:-2] == list(range(n - 2)) and data.dtype.itemsize == 4
-        and data.dtype.kind in "fiu" and (k := _jit.kernels()) is not None
-    ):
-        # a batched 2-D transpose of 4-byte values: compiled 8x8 register transposes,
-        # blocks of 8 rows split over the pool
-        s3 = np.ascontiguousarray(src).reshape(-1, dims[-2], dims[-1]).view(np.uint32)
-        o3 = out.reshape(s3.shape[0], dims[-1], dims[-2]).view(np.uint32)
-        blocks = s3.shape[0] * ((dims[-2] + 7) // 8)
-
-        def compiled(lo: int, hi: int) -> None:
-            k.transpose_u32(s3, o3, lo, hi)
-
-        args = [s3, o3, s3.shape[0], dims[-2], dims[-1]]
-        if not (s3.size >= 2 * TRANSPOSE_PART and _jit.team_split("transpose_part", args, s3.size, max_parts=blocks)):
-            _jit.split(blocks, compiled, max(1, TRANSPOSE_PART // (8 * dims[-1])))
-        return out.reshape(out_shape)
     inner = q[-1]  # input axis that becomes the output's contiguous axis
     if inner == n - 1:  # the innermost run stays contiguous: a plain copy streams well
         np.copyto(out, src.transpose(q))
