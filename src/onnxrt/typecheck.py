@@ -102,7 +102,7 @@ def check_input_types(op: Any, args: Any) -> None:
         if fused is not None:
             fused(op, _value_types(args))
         return
-    _check_schema(op._node_label(), op.onnx_node.op_type, op.since_version, schema, _value_types(args))
+    _check_schema(op.node_label(), op.onnx_node.op_type, op.since_version, schema, _value_types(args))
 
 
 # --- fused nodes (domain onnxrt, written by onnxrt.optim): the rules of the nodes they replace.
@@ -116,7 +116,7 @@ FUSED_DOMAIN = "onnxrt"
 def _check_op(op: Any, types: list[str | None]) -> None:
     schema = getattr(op, "_schema", None)
     if schema is not None:
-        _check_schema(op._node_label(), op.onnx_node.op_type, op.since_version, schema, types)
+        _check_schema(op.node_label(), op.onnx_node.op_type, op.since_version, schema, types)
     else:
         fused = _FUSED.get(op.onnx_node.op_type)
         if fused is not None:
@@ -131,13 +131,13 @@ def _check_activation(op: Any, act: str, out_type: str | None) -> None:
     opset = (op.options.get("opsets") or {}).get("")
     schema = get_schema(act, opset, "")
     if schema is not None:
-        _check_schema(op._node_label() + f" (fused {act})", act, schema.since_version, schema, [out_type])
+        _check_schema(op.node_label() + f" (fused {act})", act, schema.since_version, schema, [out_type])
 
 
 def _same(op: Any, what: str, type_str: str | None, ref: str | None, ref_name: str) -> None:
     if type_str is not None and ref is not None and type_str != ref:
         raise InvalidTypeError(
-            f"{op._node_label()}: {what} has type {type_str} but {ref_name} has {ref}; "
+            f"{op.node_label()}: {what} has type {type_str} but {ref_name} has {ref}; "
             f"the nodes it replaces need the same type (no silent promotion)."
         )
 
@@ -148,7 +148,7 @@ def _fused_base(op: Any, types: list[str | None]) -> None:
     of the convolution's type, then the activation."""
     inner = op._inner
     n = 3 if op.onnx_node.op_type == "FusedConv" else len(types)
-    _check_schema(op._node_label(), inner.onnx_node.op_type, inner.since_version, inner._schema, types[:n])
+    _check_schema(op.node_label(), inner.onnx_node.op_type, inner.since_version, inner._schema, types[:n])
     out = types[0] if types else None
     if n < len(types):
         _same(op, "the residual (input 3, the fused Add's other operand)", types[3], out, "the convolution's output")
@@ -172,7 +172,7 @@ def _conv_concat(op: Any, types: list[str | None]) -> None:
     for i, spec in enumerate(op._convs):
         seg = types[4 * i : 4 * i + 4]
         if spec is not None:
-            _check_op(spec[2], seg)
+            _check_op(spec, seg)  # (the segment's Conv or FusedConv kernel)
         t = seg[0] if seg else None
         if t is None:
             continue

@@ -35,7 +35,7 @@ def attribute_dtype(op: Any, name: str, allowed: frozenset[str]) -> np.dtype:
     if code not in ONNX_TO_NP or f"tensor({label})" not in allowed:
         names = sorted(s[7:-1] for s in allowed)
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute {name!r} is {code} ({label}), expected the code of one of {names}."
+            f"{op.node_label()}: attribute {name!r} is {code} ({label}), expected the code of one of {names}."
         )
     return ONNX_TO_NP[code]
 

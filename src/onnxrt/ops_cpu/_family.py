@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
+from ._alloc import tensor_limit
 from ._op import OpRun
 
 
@@ -89,6 +90,12 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
         def _run(self, a, b, attributes=None, verbose=0, fLOG=None):
             if self._legacy:
                 b = _legacy_broadcast(self, a, b)
+            try:  # broadcasting can ask for far more than its inputs: at most a.size * b.size
+                wide = a.size * b.size > self._max_items
+            except AttributeError:  # a Python number (a direct call)
+                wide = False
+            if wide:
+                _check_broadcast(self, (a, b))
             r = fn(a, b, **self._kw) if self._kw else fn(a, b)
             return (r if type(r) is np.ndarray else np.asarray(r),)
 
@@ -112,6 +119,12 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
                 raise KernelError(f"{self.op_type} needs at least one input.")
             if self._legacy:
                 _check_same_shapes(inputs)
+            elif len(inputs) > 1:
+                n = 1
+                for x in inputs:
+                    n *= getattr(x, "size", 1)
+                if n > self._max_items:
+                    _check_broadcast(self, inputs)
             r = fn(*inputs, **self._kw) if self._kw else fn(*inputs)
             return (r if type(r) is np.ndarray else np.asarray(r),)
 
@@ -125,6 +138,8 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
         OpRun.__init__(self, onnx_node, desc, **options)
         since = self.since_version or 99
         self._legacy = (kind == "binary" and since < 7) or (kind == "variadic" and since < 8)
+        # outputs of fewer elements fit the session's max_tensor_bytes whatever their type
+        self._max_items = tensor_limit(self.options) // 16
         skip = {"broadcast", "axis", "consumed_inputs"} if kind == "binary" and self._legacy else {"consumed_inputs"}
         kw = {k: v for k, v in self.atts_value.items() if k not in skip} if spec.with_attributes else {}
         if spec.prepare is not None:
@@ -145,6 +160,16 @@ def make_class(spec: Spec, kind: str) -> type[OpRun]:
         },
     )
     return register(spec.name, versions=spec.versions, domain=spec.domain)(cls)
+
+
+def _check_broadcast(op: OpRun, inputs: tuple[Any, ...]) -> None:
+    """``op.check_alloc`` on the broadcast shape of ``inputs`` (numpy reports shapes that do not broadcast)."""
+    try:
+        shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
+        dtype = np.result_type(*inputs)
+    except (ValueError, TypeError):
+        return
+    op.check_alloc(shape, dtype)
 
 
 def build_family(specs: Iterable[Spec], kind: str, namespace: dict[str, Any]) -> None:

@@ -220,7 +220,7 @@ def _scalar_with_axes(op: Any, data: np.ndarray, axes: Any) -> np.ndarray:
     one element to a scalar, whatever keepdims says (its shape inference refuses the node only
     when the input is declared rank 0). onnxrt does the same and reports it once."""
     op._report(
-        f"{op._node_label()} reduces a scalar (rank 0) along axes {np.asarray(axes).tolist()}, which the "
+        f"{op.node_label()} reduces a scalar (rank 0) along axes {np.asarray(axes).tolist()}, which the "
         f"specification does not allow (axes must lie in [-rank, rank-1]); onnxrt reduces its one element "
         f"to a scalar, as onnxruntime does.",
         KernelError,

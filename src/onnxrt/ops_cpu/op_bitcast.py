@@ -59,9 +59,9 @@ class BitCast(OpRun):
         try:
             self._dtype = np_dtype(self.to)
         except KeyError:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'to' is {self.to!r}, an unknown element type.") from None
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'to' is {self.to!r}, an unknown element type.") from None
         if self._dtype.kind in "OUS":
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'to' is {elem_name(self.to)!r}; BitCast cannot produce strings.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'to' is {elem_name(self.to)!r}; BitCast cannot produce strings.")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return (bitcast(x, self._dtype),)

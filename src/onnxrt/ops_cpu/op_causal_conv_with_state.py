@@ -70,7 +70,7 @@ class CausalConvWithState(OpRun):
         super().__init__(onnx_node, desc, **options)
         if self.activation not in CAUSAL_ACTIVATIONS:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'activation' is {self.activation!r}, "
+                f"{self.node_label()}: attribute 'activation' is {self.activation!r}, "
                 f"expected one of {list(CAUSAL_ACTIVATIONS)!r}."
             )
 

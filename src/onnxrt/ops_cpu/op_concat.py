@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..errors import KernelError
@@ -10,9 +13,11 @@ from ._axes import axis_in
 from ._op import OpRun
 
 
-def concat(*inputs: np.ndarray, axis: int = 1) -> np.ndarray:
+def concat(*inputs: np.ndarray, axis: int = 1, check: Callable[[Any, Any], None] | None = None) -> np.ndarray:
     """``np.concatenate`` along ``axis`` (negative from the end); every input must have the
-    same rank and the same dimensions off the axis. Empty inputs take part like others."""
+    same rank and the same dimensions off the axis. Empty inputs take part like others.
+    ``check(shape, dtype)`` (the kernel's :meth:`OpRun.check_alloc`) sees the output shape
+    before it is allocated."""
     if not inputs:
         raise KernelError("Concat needs at least one input.")
     arrays = [np.asarray(x) for x in inputs]
@@ -31,6 +36,8 @@ def concat(*inputs: np.ndarray, axis: int = 1) -> np.ndarray:
             raise KernelError(f"input {k} has dtype {a.dtype}, expected {first.dtype} like input 0.")
     if len(arrays) == 1:
         return first  # values are read-only in the engine: no copy needed
+    if check is not None:
+        check(first.shape[:ax] + (sum(a.shape[ax] for a in arrays),) + first.shape[ax + 1 :], first.dtype)
     return np.concatenate(arrays, axis=ax)
 
 
@@ -44,4 +51,4 @@ class Concat(OpRun):
         self._axis = 1 if self.axis is None else int(self.axis)
 
     def _run(self, *inputs, attributes=None, verbose=0, fLOG=None):
-        return (concat(*inputs, axis=self._axis),)
+        return (concat(*inputs, axis=self._axis, check=self.check_alloc),)

@@ -52,7 +52,7 @@ class Constant(OpRun):
         try:
             value = constant(**self.atts_value)
         except InvalidAttributeError as e:
-            raise InvalidAttributeError(f"{self._node_label()}: {e}") from None
+            raise InvalidAttributeError(f"{self.node_label()}: {e}") from None
         value.flags.writeable = False
         self._value = value
 

@@ -35,7 +35,7 @@ class ConstantOfShape(OpRun):
         super().__init__(onnx_node, desc, **options)
         if self.value is not None and np.asarray(self.value).size != 1:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'value' must hold one element, got shape {list(np.shape(self.value))}."
+                f"{self.node_label()}: attribute 'value' must hold one element, got shape {list(np.shape(self.value))}."
             )
 
     def _run(self, shape, attributes=None, verbose=0, fLOG=None):

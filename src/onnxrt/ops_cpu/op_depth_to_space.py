@@ -60,9 +60,9 @@ class _BlockOp(OpRun):
         super().__init__(onnx_node, desc, **options)
         self._mode = getattr(self, "mode", None) or "DCR"
         if self._mode not in MODES:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'mode' is {self._mode!r}, expected one of {list(MODES)!r}.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'mode' is {self._mode!r}, expected one of {list(MODES)!r}.")
         if self.blocksize <= 0:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'blocksize' is {self.blocksize}, expected a positive value.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'blocksize' is {self.blocksize}, expected a positive value.")
 
 
 @register("DepthToSpace", versions=(1, 11, 13, 28))

@@ -34,7 +34,7 @@ class EyeLike(OpRun):
             try:
                 self._dtype = np_dtype(self.dtype)
             except KeyError:
-                raise InvalidAttributeError(f"{self._node_label()}: attribute 'dtype' {self.dtype} is not an element type.") from None
+                raise InvalidAttributeError(f"{self.node_label()}: attribute 'dtype' {self.dtype} is not an element type.") from None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return (eye_like(x, self._dtype, self.k, self.check_alloc),)

@@ -92,12 +92,12 @@ class FlexAttention(OpRun):
         for name, plan in (("score_mod", self._score_mod), ("prob_mod", self._prob_mod)):
             if plan is not None and (len(plan.input_names) != 1 or len(plan.output_names) != 1):
                 raise InvalidAttributeError(
-                    f"{self._node_label()}: {name!r} must take one input and give one output, "
+                    f"{self.node_label()}: {name!r} must take one input and give one output, "
                     f"got {len(plan.input_names)} and {len(plan.output_names)}."
                 )
         if self.softmax_precision is not None and self.softmax_precision not in (1, 10, 11, 16):
             raise InvalidAttributeError(
-                f"{self._node_label()}: softmax_precision {self.softmax_precision} is not a float type "
+                f"{self.node_label()}: softmax_precision {self.softmax_precision} is not a float type "
                 f"(1 float, 10 float16, 11 double, 16 bfloat16)."
             )
 

@@ -173,7 +173,7 @@ class GridSample(OpRun):
             value = getattr(self, name)
             if value not in allowed:
                 raise InvalidAttributeError(
-                    f"{self._node_label()}: attribute {name!r} is {value!r}, expected one of {list(allowed)!r}."
+                    f"{self.node_label()}: attribute {name!r} is {value!r}, expected one of {list(allowed)!r}."
                 )
         self._four_d = since < 20
 

@@ -38,7 +38,7 @@ def subgraph_plan(op: OpRun, name: str) -> Any:
         op._atts[name] = value
         op._implicit.extend(n for n in value.outer_inputs if n not in op._implicit)
     if not hasattr(value, "run_list"):
-        raise InvalidAttributeError(f"{op._node_label()}: attribute {name!r} is not a graph.")
+        raise InvalidAttributeError(f"{op.node_label()}: attribute {name!r} is not a graph.")
     return value
 
 
@@ -57,7 +57,7 @@ class If(OpRun):
             branch = subgraph_plan(self, name)
             if len(branch.output_names) != n_out:
                 raise InvalidAttributeError(
-                    f"{self._node_label()}: {name!r} has {len(branch.output_names)} outputs, "
+                    f"{self.node_label()}: {name!r} has {len(branch.output_names)} outputs, "
                     f"expected {n_out} (one per output of the node)."
                 )
             runs.append(branch.run_list)

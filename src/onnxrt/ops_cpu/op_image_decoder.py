@@ -61,7 +61,7 @@ class ImageDecoder(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("pixel_format", PIXEL_FORMATS)
+        self.check_choice("pixel_format", PIXEL_FORMATS)
 
     def _run(self, encoded_stream, attributes=None, verbose=0, fLOG=None):
         return (image_decoder(encoded_stream, self.pixel_format, self.check_alloc),)

@@ -45,7 +45,7 @@ class _Experimental(OpRun):
     def _float(self, name: str) -> float:
         value = self._atts.get(name)
         if value is None:
-            raise InvalidAttributeError(f"{self._node_label()} misses the required attribute {name!r}.")
+            raise InvalidAttributeError(f"{self.node_label()} misses the required attribute {name!r}.")
         return float(value)
 
 
@@ -117,13 +117,13 @@ class ImageScaler(_Experimental):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if x.ndim != 4:
-            raise KernelError(f"{self._node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
+            raise KernelError(f"{self.node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
         xc = _widened(x)
         y = xc * xc.dtype.type(self.scale)
         if self._bias is not None:
             if self._bias.size != x.shape[1]:
                 raise KernelError(
-                    f"{self._node_label()} has {self._bias.size} bias values, expected one per channel ({x.shape[1]})."
+                    f"{self.node_label()} has {self._bias.size} bias values, expected one per channel ({x.shape[1]})."
                 )
             y += self._bias.astype(xc.dtype).reshape(1, -1, 1, 1)
         return (_back(y, x),)
@@ -142,29 +142,29 @@ class Crop(_Experimental):
         super().__init__(onnx_node, desc, **options)
         border = list(self.border or [])
         if len(border) != 4:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'border' needs 4 values [left, top, right, bottom], got {border}.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'border' needs 4 values [left, top, right, bottom], got {border}.")
         scale = list(self.scale or [])
         if scale and len(scale) != 2:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'scale' needs 2 values [height, width], got {scale}.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'scale' needs 2 values [height, width], got {scale}.")
         if min(border + scale, default=0) < 0:
-            raise InvalidAttributeError(f"{self._node_label()}: 'border' {border} and 'scale' {scale} must not be negative.")
+            raise InvalidAttributeError(f"{self.node_label()}: 'border' {border} and 'scale' {scale} must not be negative.")
         self._border, self._scale = border, scale
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if x.ndim != 4:
-            raise KernelError(f"{self._node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
+            raise KernelError(f"{self.node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
         left, top, right, bottom = self._border
         h, w = x.shape[2], x.shape[3]
         if self._scale:
             oh, ow = self._scale
             if top + oh > h or left + ow > w:
                 raise KernelError(
-                    f"{self._node_label()}: the {oh}x{ow} window at (top {top}, left {left}) exceeds the {h}x{w} input."
+                    f"{self.node_label()}: the {oh}x{ow} window at (top {top}, left {left}) exceeds the {h}x{w} input."
                 )
             return (x[:, :, top : top + oh, left : left + ow],)
         if left + right > w or top + bottom > h:
             raise KernelError(
-                f"{self._node_label()}: borders {self._border} (left, top, right, bottom) exceed the {h}x{w} input."
+                f"{self.node_label()}: borders {self._border} (left, top, right, bottom) exceed the {h}x{w} input."
             )
         return (x[:, :, top : h - bottom, left : w - right],)
 
@@ -229,7 +229,7 @@ class MeanVarianceNormalization(_Experimental):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if x.ndim != 4:
-            raise KernelError(f"{self._node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
+            raise KernelError(f"{self.node_label()} expects an [N, C, H, W] input, got shape {list(x.shape)}.")
         if self._scale:
             return (mean_variance_normalization(x, axes=self._axes),)
         xc = _widened(x)

@@ -123,7 +123,7 @@ class LinearAttention(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("update_rule", UPDATE_RULES)
+        self.check_choice("update_rule", UPDATE_RULES)
 
     def _run(self, query, key, value, past_state=None, decay=None, beta=None, attributes=None, verbose=0, fLOG=None):
         return linear_attention(

@@ -12,6 +12,7 @@ from ..dtypes import np_dtype
 from ..errors import InvalidAttributeError, KernelError
 from ..options import CURRENT_RUN_OPTIONS, check_terminate
 from ..registry import register
+from ._alloc import tensor_limit
 from ._op import OpRun
 from .op_if import condition, subgraph_plan
 
@@ -85,13 +86,13 @@ class Loop(OpRun):
         n_in = len(body.input_names)
         if n_in < 2:
             raise InvalidAttributeError(
-                f"{self._node_label()}: the body must take at least 2 inputs (iteration number, condition), got {n_in}."
+                f"{self.node_label()}: the body must take at least 2 inputs (iteration number, condition), got {n_in}."
             )
         self._n_carried = n_in - 2
         self._n_scan = len(body.output_names) - 1 - self._n_carried
         if self._n_scan < 0:
             raise InvalidAttributeError(
-                f"{self._node_label()}: the body has {len(body.output_names)} outputs, expected at least "
+                f"{self.node_label()}: the body has {len(body.output_names)} outputs, expected at least "
                 f"{1 + self._n_carried} (the condition and {self._n_carried} loop-carried values)."
             )
         self._body = body
@@ -119,6 +120,9 @@ class Loop(OpRun):
         counter = self._reads_iteration
         # RunOptions.terminate set from another thread stops the loop before its next iteration
         options = CURRENT_RUN_OPTIONS.get()
+        # bytes of each scan output so far: checked against max_tensor_bytes as they accumulate
+        totals = [0] * n_scan
+        limit = tensor_limit(self.options)
         i = 0
         while keep_going and i < trip:
             if options is not None and options.terminate:
@@ -128,6 +132,11 @@ class Loop(OpRun):
             carried = outs[1:end]
             if n_scan:
                 collected.append(outs[end:])
+                for k in range(n_scan):
+                    totals[k] += getattr(outs[end + k], "nbytes", 0)
+                    if totals[k] > limit:
+                        v = np.asarray(outs[end + k])
+                        self.check_alloc((i + 1, *v.shape), v.dtype, f"scan output {self._scan_info[k].name!r}")
             try:  # a one-element tensor converts directly
                 keep_going = bool(cond_value)
             except (TypeError, ValueError):

@@ -110,7 +110,7 @@ def softmax_cross_entropy_loss(
 class _LossOp(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("reduction", REDUCTIONS)
+        self.check_choice("reduction", REDUCTIONS)
 
 
 @register("NegativeLogLikelihoodLoss", versions=(12, 13, 22))

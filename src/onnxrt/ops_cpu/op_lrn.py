@@ -75,7 +75,7 @@ class LRN(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if self.size <= 0:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'size' is {self.size}, expected > 0.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'size' is {self.size}, expected > 0.")
 
     def _run(self, X, attributes=None, verbose=0, fLOG=None):
         return (lrn(X, self.size, alpha=self.alpha, beta=self.beta, bias=self.bias),)

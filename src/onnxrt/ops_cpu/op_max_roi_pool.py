@@ -110,7 +110,7 @@ class MaxRoiPool(OpRun):
         super().__init__(onnx_node, desc, **options)
         if not self.pooled_shape or len(self.pooled_shape) != 2:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'pooled_shape' must hold two values, got {self.pooled_shape!r}."
+                f"{self.node_label()}: attribute 'pooled_shape' must hold two values, got {self.pooled_shape!r}."
             )
 
     def _run(self, x, rois, attributes=None, verbose=0, fLOG=None):

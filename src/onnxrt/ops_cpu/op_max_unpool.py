@@ -88,7 +88,7 @@ class MaxUnpool(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if not self.kernel_shape:
-            raise InvalidAttributeError(f"{self._node_label()} misses the required attribute 'kernel_shape'.")
+            raise InvalidAttributeError(f"{self.node_label()} misses the required attribute 'kernel_shape'.")
 
     def _run(self, x, indices, output_shape=None, attributes=None, verbose=0, fLOG=None):
         return (max_unpool(x, indices, output_shape, kernel_shape=self.kernel_shape, pads=self.pads, strides=self.strides,

@@ -100,7 +100,7 @@ class Pad(OpRun):
         allowed = MODES if since >= 19 else MODES[:3]
         if self.mode not in allowed:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'mode' is {self.mode!r}, expected one of {list(allowed)!r} at version {since}."
+                f"{self.node_label()}: attribute 'mode' is {self.mode!r}, expected one of {list(allowed)!r} at version {since}."
             )
         self._attr_pads = None
         if since < 11:

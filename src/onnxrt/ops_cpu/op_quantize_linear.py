@@ -183,21 +183,21 @@ def _quant_attributes(op: OpRun, allowed: frozenset[np.dtype] | None) -> None:
     op._axis = 1 if axis is None else int(axis)
     op._block_size = int(getattr(op, "block_size", None) or 0)
     if op._block_size < 0:
-        raise InvalidAttributeError(f"{op._node_label()}: attribute 'block_size' is {op._block_size}, expected >= 0.")
+        raise InvalidAttributeError(f"{op.node_label()}: attribute 'block_size' is {op._block_size}, expected >= 0.")
     saturate = getattr(op, "saturate", None)
     op._saturate = True if saturate is None else bool(saturate)
     out = getattr(op, "output_dtype", 0) or 0
     op._output_dtype = dtype_of(out, "output_dtype") if out else None
     if op._output_dtype is not None and allowed is not None and op._output_dtype not in allowed:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'output_dtype' is {out} ({op._output_dtype}), which this operator "
+            f"{op.node_label()}: attribute 'output_dtype' is {out} ({op._output_dtype}), which this operator "
             f"cannot produce."
         )
     prec = getattr(op, "precision", 0) or 0
     op._precision = dtype_of(prec, "precision") if prec else None
     if op._precision is not None and op._precision not in _OUTPUT_FLOATS and op._precision != np.float64:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'precision' is {prec} ({op._precision}), expected a float type."
+            f"{op.node_label()}: attribute 'precision' is {prec} ({op._precision}), expected a float type."
         )
 
 
@@ -216,7 +216,7 @@ class QuantizeLinear(OpRun):
             is_quantized_integer(self._output_dtype) or is_quantized_float(self._output_dtype)
         ):
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'output_dtype' is {self._output_dtype}, expected a quantized "
+                f"{self.node_label()}: attribute 'output_dtype' is {self._output_dtype}, expected a quantized "
                 f"integer or float 8/6/4 type."
             )
 

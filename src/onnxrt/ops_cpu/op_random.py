@@ -160,7 +160,7 @@ def _make(spec: RandomSpec) -> type[OpRun]:
 
     def __init__(self, onnx_node, desc=None, **options):
         OpRun.__init__(self, onnx_node, desc, **options)
-        label = self._node_label()
+        label = self.node_label()
         code = self.dtype
         self._dtype = None
         if code is not None:
@@ -180,7 +180,17 @@ def _make(spec: RandomSpec) -> type[OpRun]:
     if has_input:
 
         def _run(self, x, attributes=None, verbose=0, fLOG=None):
-            return (spec.fn(self, np.asarray(x)),)
+            x = np.asarray(x)
+            # the input's shape (or sample_size) and the dtype attribute decide the size
+            if spec.name == "Multinomial":
+                if x.ndim == 2:  # float64 draws of shape (batch, sample_size), then the output
+                    self.check_alloc((x.shape[0], max(int(self.sample_size), 0)), np.float64, "samples")
+            elif spec.name == "Bernoulli":
+                self.check_alloc(x.shape, self._dtype if self._dtype is not None else x.dtype)
+            else:
+                dtype = _like_dtype(self, x)
+                self.check_alloc(x.shape, np.float64 if dtype == np.float64 else np.float32)
+            return (spec.fn(self, x),)
 
     else:
 

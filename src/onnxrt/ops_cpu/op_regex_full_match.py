@@ -133,11 +133,11 @@ class RegexFullMatch(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if self.pattern is None:
-            raise InvalidAttributeError(f"{self._node_label()} misses the attribute 'pattern'.")
+            raise InvalidAttributeError(f"{self.node_label()} misses the attribute 'pattern'.")
         try:
             self._regex = compile_re2(self.pattern)
         except (ValueError, re.error) as e:
-            raise InvalidAttributeError(f"{self._node_label()}: pattern {self.pattern!r} is not a valid RE2 pattern: {e}.") from None
+            raise InvalidAttributeError(f"{self.node_label()}: pattern {self.pattern!r} is not a valid RE2 pattern: {e}.") from None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return (regex_full_match(x, self._regex),)

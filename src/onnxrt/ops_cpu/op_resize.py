@@ -597,7 +597,7 @@ def resize(
 def _check(op: OpRun, name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute {name!r} is {value!r}, expected one of {list(allowed)!r}."
+            f"{op.node_label()}: attribute {name!r} is {value!r}, expected one of {list(allowed)!r}."
         )
 
 
@@ -668,14 +668,14 @@ class Upsample(OpRun):
         self._scales = None
         if since < 7:
             if self.height_scale is None or self.width_scale is None:
-                raise InvalidAttributeError(f"{self._node_label()} needs the attributes 'height_scale' and 'width_scale'.")
+                raise InvalidAttributeError(f"{self.node_label()} needs the attributes 'height_scale' and 'width_scale'.")
             self._scales = np.array([1.0, 1.0, self.height_scale, self.width_scale])
         elif since < 9:
             if self.scales is None:
-                raise InvalidAttributeError(f"{self._node_label()} misses the required attribute 'scales'.")
+                raise InvalidAttributeError(f"{self.node_label()} misses the required attribute 'scales'.")
             self._scales = np.asarray(self.scales, dtype=np.float64)
         if self._scales is not None and (self._scales < 1).any():
-            raise InvalidAttributeError(f"{self._node_label()}: every scale must be >= 1, got {self._scales.tolist()}.")
+            raise InvalidAttributeError(f"{self.node_label()}: every scale must be >= 1, got {self._scales.tolist()}.")
 
     def _run(self, x, scales=None, attributes=None, verbose=0, fLOG=None):
         if self._scales is not None:

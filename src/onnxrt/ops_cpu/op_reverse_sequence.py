@@ -41,7 +41,7 @@ class ReverseSequence(OpRun):
         super().__init__(onnx_node, desc, **options)
         if {self.batch_axis, self.time_axis} != {0, 1}:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attributes 'batch_axis' and 'time_axis' must be 0 and 1, "
+                f"{self.node_label()}: attributes 'batch_axis' and 'time_axis' must be 0 and 1, "
                 f"got {self.batch_axis} and {self.time_axis}."
             )
 

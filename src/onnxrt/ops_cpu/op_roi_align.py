@@ -133,21 +133,21 @@ class RoiAlign(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("mode", ("avg", "max"))
+        self.check_choice("mode", ("avg", "max"))
         ctm = getattr(self, "coordinate_transformation_mode", None) or "output_half_pixel"
         if ctm not in ("half_pixel", "output_half_pixel"):
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'coordinate_transformation_mode' is {ctm!r}, "
+                f"{self.node_label()}: attribute 'coordinate_transformation_mode' is {ctm!r}, "
                 f"expected one of ['half_pixel', 'output_half_pixel']."
             )
         self._half_pixel = ctm == "half_pixel"
         if self.output_height < 1 or self.output_width < 1:
             raise InvalidAttributeError(
-                f"{self._node_label()}: output_height and output_width must be >= 1, "
+                f"{self.node_label()}: output_height and output_width must be >= 1, "
                 f"got {self.output_height} and {self.output_width}."
             )
         if self.sampling_ratio < 0:
-            raise InvalidAttributeError(f"{self._node_label()}: sampling_ratio must be >= 0, got {self.sampling_ratio}.")
+            raise InvalidAttributeError(f"{self.node_label()}: sampling_ratio must be >= 0, got {self.sampling_ratio}.")
 
     def _run(self, x, rois, batch_indices, attributes=None, verbose=0, fLOG=None):
         # the model's output_height/output_width (times the data's number of boxes) decide the output's size

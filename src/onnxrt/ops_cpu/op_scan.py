@@ -19,7 +19,7 @@ def _check_flags(op: OpRun, name: str, values: list[int] | None, count: int) -> 
     if not values:
         return [0] * count
     if len(values) != count:
-        raise InvalidAttributeError(f"{op._node_label()}: attribute {name!r} has {len(values)} values, expected {count}.")
+        raise InvalidAttributeError(f"{op.node_label()}: attribute {name!r} has {len(values)} values, expected {count}.")
     return list(values)
 
 
@@ -31,13 +31,13 @@ class _ScanBase(OpRun):
         n_in = len(body.input_names)
         if m is None or m < 1 or m > n_in:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'num_scan_inputs' is {m!r}, expected 1 to {n_in} (the body's inputs)."
+                f"{self.node_label()}: attribute 'num_scan_inputs' is {m!r}, expected 1 to {n_in} (the body's inputs)."
             )
         self._n_state = n_in - m
         self._n_scan_out = len(body.output_names) - self._n_state
         if self._n_scan_out < 0:
             raise InvalidAttributeError(
-                f"{self._node_label()}: the body has {len(body.output_names)} outputs, expected at least "
+                f"{self.node_label()}: the body has {len(body.output_names)} outputs, expected at least "
                 f"{self._n_state} (one per state variable)."
             )
         self._body = body
@@ -100,6 +100,9 @@ class Scan8(_ScanBase):
                 outs = run([*states, *[x[t, ...] for x in seqs]])
                 states = outs[:n_state]
                 for k in range(n_out):
+                    if not outs_t[k]:  # the first step's output tells the size of the stacked one
+                        v = np.asarray(outs[n_state + k])
+                        self.check_alloc((batch, max_len, *v.shape), v.dtype, f"scan output {self._scan_info[k].name!r}")
                     outs_t[k].append(outs[n_state + k])
             for k in range(n_state):
                 final_states[k].append(states[k])
@@ -176,6 +179,10 @@ class Scan(_ScanBase):
             outs = run([*states, *elements])
             states = outs[:n_state]
             if n_out:
+                if not collected:  # the first step's outputs tell the size of the stacked ones
+                    for k in range(n_out):
+                        v = np.asarray(outs[n_state + k])
+                        self.check_alloc((length, *v.shape), v.dtype, f"scan output {self._scan_info[k].name!r}")
                 collected.append(outs[n_state:])
         outs_t = [list(col) for col in zip(*collected)] if collected else [[] for _ in range(n_out)]
         results = list(states)

@@ -21,7 +21,7 @@ def reduction_of(op: OpRun) -> str:
     allowed = ("none",) if since < 16 else ("none", "add", "mul") if since < 18 else REDUCTIONS
     if value not in allowed:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'reduction' is {value!r}, expected one of {list(allowed)!r} "
+            f"{op.node_label()}: attribute 'reduction' is {value!r}, expected one of {list(allowed)!r} "
             f"at version {since}."
         )
     return value

@@ -24,7 +24,7 @@ class SequenceMap(OpRun):
         n_in = len([n for n in onnx_node.input])
         if len(body.input_names) != n_in:
             raise InvalidAttributeError(
-                f"{self._node_label()}: the body takes {len(body.input_names)} inputs, expected {n_in} (one per input of the node)."
+                f"{self.node_label()}: the body takes {len(body.input_names)} inputs, expected {n_in} (one per input of the node)."
             )
         self._body = body
         self._n_out = len(body.output_names)

@@ -58,7 +58,7 @@ class Split(OpRun):
         num = getattr(self, "num_outputs", None)
         if num is not None and num != self._n_out:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'num_outputs' is {num}, but the node has {self._n_out} outputs."
+                f"{self.node_label()}: attribute 'num_outputs' is {num}, but the node has {self._n_out} outputs."
             )
         self._uneven = num is not None
 

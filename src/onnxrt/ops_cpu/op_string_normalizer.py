@@ -74,10 +74,10 @@ class StringNormalizer(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("case_change_action", ("LOWER", "UPPER", "NONE"))
+        self.check_choice("case_change_action", ("LOWER", "UPPER", "NONE"))
         for word in self.stopwords or ():
             if not isinstance(word, str):
-                raise InvalidAttributeError(f"{self._node_label()}: stop word {word!r} is not valid UTF-8.")
+                raise InvalidAttributeError(f"{self.node_label()}: stop word {word!r} is not valid UTF-8.")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return (

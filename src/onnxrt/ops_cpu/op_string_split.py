@@ -52,7 +52,7 @@ class StringSplit(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if self.maxsplit is not None and self.maxsplit < 0:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'maxsplit' is {self.maxsplit}, expected >= 0.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'maxsplit' is {self.maxsplit}, expected >= 0.")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return string_split(x, self.delimiter, self.maxsplit)

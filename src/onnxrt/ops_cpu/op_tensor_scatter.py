@@ -74,7 +74,7 @@ class TensorScatter(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("mode", ("linear", "circular"))
+        self.check_choice("mode", ("linear", "circular"))
 
     def _run(self, past_cache, update, write_indices=None, attributes=None, verbose=0, fLOG=None):
         return (tensor_scatter(past_cache, update, write_indices, axis=self.axis, mode=self.mode),)

@@ -147,8 +147,8 @@ class TfIdfVectorizer(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
-        self._check_choice("mode", ("TF", "IDF", "TFIDF"))
+        label = self.node_label()
+        self.check_choice("mode", ("TF", "IDF", "TFIDF"))
         if (self.pool_int64s is None) == (self.pool_strings is None):
             raise InvalidAttributeError(f"{label} needs exactly one of 'pool_int64s' and 'pool_strings'.")
         if self.min_gram_length < 1 or self.max_gram_length < self.min_gram_length:

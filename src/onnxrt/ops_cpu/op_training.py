@@ -104,7 +104,7 @@ class Momentum(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._check_choice("mode", ("standard", "nesterov"))
+        self.check_choice("mode", ("standard", "nesterov"))
 
     def _run(self, r, t, *tensors, attributes=None, verbose=0, fLOG=None):
         n = _groups(self, tensors, 3)
@@ -233,7 +233,7 @@ class Gradient(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
+        label = self.node_label()
         xs, zs = list(self.xs or []), list(self.zs or [])
         if not xs:
             raise InvalidAttributeError(f"{label}: attribute 'xs' must name at least one tensor.")

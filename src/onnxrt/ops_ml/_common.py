@@ -112,12 +112,12 @@ def post_transform_fn(op: Any, value: Any = None) -> Any:
     if isinstance(name, (int, np.integer)):
         if not 0 <= int(name) < len(POST_TRANSFORMS):
             raise InvalidAttributeError(
-                f"{op._node_label()}: attribute 'post_transform' is {int(name)}, expected an integer in [0, 4]."
+                f"{op.node_label()}: attribute 'post_transform' is {int(name)}, expected an integer in [0, 4]."
             )
         name = POST_TRANSFORMS[int(name)]
     if name not in _TRANSFORMS:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'post_transform' is {name!r}, expected one of {list(_TRANSFORMS)!r}."
+            f"{op.node_label()}: attribute 'post_transform' is {name!r}, expected one of {list(_TRANSFORMS)!r}."
         )
     return _TRANSFORMS[name]
 
@@ -136,13 +136,13 @@ def class_labels(op: Any, ints: str, strings: str, required: bool = False) -> np
     if required:
         labels = class_labels(op, ints, strings)
         if labels is None or labels.size == 0:
-            raise InvalidAttributeError(f"{op._node_label()} defines no class labels ({ints!r} or {strings!r}).")
+            raise InvalidAttributeError(f"{op.node_label()} defines no class labels ({ints!r} or {strings!r}).")
         return labels
     li = getattr(op, ints, None)
     ls = getattr(op, strings, None)
     if li is not None and ls is not None and len(li) and len(ls):
         raise InvalidAttributeError(
-            f"{op._node_label()} defines both {ints!r} and {strings!r}; exactly one of them is expected."
+            f"{op.node_label()} defines both {ints!r} and {strings!r}; exactly one of them is expected."
         )
     if ls is not None and len(ls):
         return string_array(ls)
@@ -172,7 +172,7 @@ def floats_or_tensor(op: Any, name: str, dtype: Any = np.float32) -> np.ndarray 
     plain = getattr(op, name, None)
     if tensor is not None and plain is not None:
         raise InvalidAttributeError(
-            f"{op._node_label()} defines both {name!r} and {name + '_as_tensor'!r}; at most one is expected."
+            f"{op.node_label()} defines both {name!r} and {name + '_as_tensor'!r}; at most one is expected."
         )
     if tensor is not None:
         return np.asarray(tensor).reshape(-1)
@@ -185,7 +185,7 @@ def require(op: Any, name: str) -> Any:
     """The value of attribute ``name``, or an InvalidAttributeError when the node omits it."""
     value = getattr(op, name, None)
     if value is None:
-        raise InvalidAttributeError(f"{op._node_label()} misses the required attribute {name!r}.")
+        raise InvalidAttributeError(f"{op.node_label()} misses the required attribute {name!r}.")
     return value
 
 
@@ -193,7 +193,7 @@ def check_choice(op: Any, name: str, value: Any, choices: tuple[Any, ...]) -> An
     """``value`` when it is one of ``choices``, else an InvalidAttributeError naming the attribute."""
     if value not in choices:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
+            f"{op.node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
         )
     return value
 

@@ -26,7 +26,7 @@ def _string_int_maps(op: OpRun, strings: np.ndarray, ints: np.ndarray, x: np.nda
         pos, found = op._by_string.find(x)
         return select(ints, pos, found, op.default_int64)
     if x.dtype.kind not in "iu":
-        raise KernelError(f"{op._node_label()} expects strings or int64, got dtype {x.dtype}.")
+        raise KernelError(f"{op.node_label()} expects strings or int64, got dtype {x.dtype}.")
     pos, found = op._by_int.find(x)
     return select(strings, pos, found, op.default_string)
 
@@ -42,7 +42,7 @@ class CategoryMapper(OpRun):
         ints = np.asarray(self.cats_int64s or [], dtype=np.int64)
         if strings.size != ints.size:
             raise InvalidAttributeError(
-                f"{self._node_label()}: 'cats_strings' has {strings.size} values and 'cats_int64s' {ints.size}; "
+                f"{self.node_label()}: 'cats_strings' has {strings.size} values and 'cats_int64s' {ints.size}; "
                 f"expected the same length."
             )
         self._strings, self._ints = strings, ints
@@ -70,7 +70,7 @@ class LabelEncoder(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
+        label = self.node_label()
         if (self.since_version or 4) < 2:
             classes = string_array(self.classes_strings or [])
             self._v1 = True
@@ -133,5 +133,5 @@ class LabelEncoder(OpRun):
         try:
             pos, found = self._lookup.find(x)
         except KernelError as e:
-            raise KernelError(f"{self._node_label()}: {e}") from None
+            raise KernelError(f"{self.node_label()}: {e}") from None
         return (select(self._values, pos, found, self._default),)

@@ -24,7 +24,7 @@ def _rows(x: np.ndarray, op: OpRun) -> np.ndarray:
     if x.ndim == 1:
         x = x.reshape(1, -1)
     elif x.ndim != 2:
-        raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+        raise KernelError(f"{op.node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
     if x.dtype.kind != "f":
         x = x.astype(np.float32)
     return x
@@ -41,14 +41,14 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
     if n_out is None:
         if nf == 0 or coefficients.size % nf:
             raise KernelError(
-                f"{op._node_label()} has {coefficients.size} coefficients, not a multiple of the {nf} input features."
+                f"{op.node_label()} has {coefficients.size} coefficients, not a multiple of the {nf} input features."
             )
         n_out = coefficients.size // nf
     if coefficients.size > n_out * nf and n_out * nf:
         # more coefficients than outputs x input width: onnxruntime reads the first
         # n_out * F of them, row-major per output, and ignores the rest (it refuses fewer)
         op._report(
-            f"{op._node_label()} has {coefficients.size} coefficients, more than {n_out} outputs x {nf} input "
+            f"{op.node_label()} has {coefficients.size} coefficients, more than {n_out} outputs x {nf} input "
             f"features; the specification wants exactly {n_out * nf}. onnxrt uses the first {n_out * nf} "
             f"(row-major, {nf} per output), as onnxruntime does.",
             KernelError,
@@ -56,7 +56,7 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
         coefficients = coefficients[: n_out * nf]
     if coefficients.size != n_out * nf:
         raise KernelError(
-            f"{op._node_label()} has {coefficients.size} coefficients, expected {n_out} x {nf} "
+            f"{op.node_label()} has {coefficients.size} coefficients, expected {n_out} x {nf} "
             f"for {n_out} outputs and {nf} input features."
         )
     w = op._w_cache[key] = np.ascontiguousarray(coefficients.reshape(n_out, nf).T.astype(x.dtype))
@@ -89,7 +89,7 @@ def _jit_consts(op: OpRun, x: np.ndarray, n_out: int | None, n_labels: int | Non
             nc = w.shape[1]
             if nc and not (nc == 1 and n_labels == 2):
                 if n_labels is not None and nc > n_labels:
-                    raise KernelError(f"{op._node_label()} computes {nc} scores but has {n_labels} class labels.")
+                    raise KernelError(f"{op.node_label()} computes {nc} scores but has {n_labels} class labels.")
                 b = np.zeros(nc, x.dtype) if op._intercepts is None else op._intercepts.astype(x.dtype)
                 no_scores, no_z = np.empty((0, nc), dtype=x.dtype), np.empty((0, nc), dtype=np.float32)
                 consts = (np.ascontiguousarray(w.T), b, max(1, _JIT_PART_MACS // w.size), no_scores, no_z)
@@ -163,7 +163,7 @@ class LinearClassifier(OpRun):
         self._n_scores = None if self._intercepts is None else self._intercepts.size
         if self._n_scores is not None and self._n_scores > labels.size and not (self._n_scores == 1 and labels.size == 2):
             raise InvalidAttributeError(
-                f"{self._node_label()} has {self._n_scores} intercepts (score columns) but {labels.size} class labels."
+                f"{self.node_label()} has {self._n_scores} intercepts (score columns) but {labels.size} class labels."
             )
         self._transform = post_transform_fn(self)
         self._transform_name = self.post_transform
@@ -208,7 +208,7 @@ class LinearClassifier(OpRun):
             return labels, z.astype(np.float32, copy=False)
         if scores.shape[1] > self.labels.size:
             raise KernelError(
-                f"{self._node_label()} computes {scores.shape[1]} scores but has {self.labels.size} class labels."
+                f"{self.node_label()} computes {scores.shape[1]} scores but has {self.labels.size} class labels."
             )
         labels = self.labels.take(scores.argmax(axis=1)) if scores.shape[1] else np.zeros(0, self.labels.dtype)
         z = apply_transform(self._transform, scores)
@@ -228,10 +228,10 @@ class LinearRegressor(OpRun):
         self._coef = np.asarray(self.coefficients or [], dtype=np.float32)
         self._intercepts = None if not self.intercepts else np.asarray(self.intercepts, dtype=np.float32)
         if self.targets is None or self.targets < 1:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'targets' is {self.targets!r}, expected a positive integer.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'targets' is {self.targets!r}, expected a positive integer.")
         if self._intercepts is not None and self._intercepts.size != self.targets:
             raise InvalidAttributeError(
-                f"{self._node_label()} has {self._intercepts.size} intercepts, expected {self.targets} (one per target)."
+                f"{self.node_label()} has {self._intercepts.size} intercepts, expected {self.targets} (one per target)."
             )
         self._transform = post_transform_fn(self)
         self._jit_transform = _JIT_TRANSFORMS.get(self.post_transform, -1)

@@ -55,7 +55,7 @@ class CastMap(OpRun):
         check_choice(self, "map_form", self.map_form, ("DENSE", "SPARSE"))
         self._declared = declared_map_value_dtype(self, onnx_node.input[0])
         if self.map_form == "SPARSE" and (self.max_map is None or self.max_map < 0):
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'max_map' is {self.max_map!r}, expected a non-negative integer.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'max_map' is {self.max_map!r}, expected a non-negative integer.")
 
     def _cast(self, values: np.ndarray) -> np.ndarray:
         target = self.cast_to
@@ -73,16 +73,16 @@ class CastMap(OpRun):
                 return np.trunc(values).astype(np.int64)
             return values.astype(np.int64)
         except ValueError as e:
-            raise KernelError(f"{self._node_label()} cannot convert the map's values {target}: {e}") from None
+            raise KernelError(f"{self.node_label()} cannot convert the map's values {target}: {e}") from None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        keys, vals = _map_items(x, self._node_label())
+        keys, vals = _map_items(x, self.node_label())
         k = np.asarray(keys, dtype=np.int64) if keys else np.zeros(0, np.int64)
         v = self._cast(_values_array(vals, self._declared))
         if self.map_form == "DENSE":
             return (v[np.argsort(k, kind="stable")].reshape(1, -1),)
         if k.size and k.min() < 0:
-            raise IndexOutOfRangeError(f"{self._node_label()}: map key {int(k.min())} is negative; SPARSE keys index the output.")
+            raise IndexOutOfRangeError(f"{self.node_label()}: map key {int(k.min())} is negative; SPARSE keys index the output.")
         fill = "0.f" if v.dtype == object else 0
         self.check_alloc([1, self.max_map], v.dtype)  # the model's max_map decides the width
         out = np.empty(self.max_map, dtype=v.dtype)
@@ -104,7 +104,7 @@ class DictVectorizer(OpRun):
         strings, ints = self.string_vocabulary, self.int64_vocabulary
         if bool(strings) == bool(ints):
             raise InvalidAttributeError(
-                f"{self._node_label()} must define exactly one of 'string_vocabulary' and 'int64_vocabulary'."
+                f"{self.node_label()} must define exactly one of 'string_vocabulary' and 'int64_vocabulary'."
             )
         vocab = string_array(strings) if strings else np.asarray(ints, dtype=np.int64)
         self._size = vocab.size
@@ -113,7 +113,7 @@ class DictVectorizer(OpRun):
         self._declared = declared_map_value_dtype(self, onnx_node.input[0])
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        keys, vals = _map_items(x, self._node_label())
+        keys, vals = _map_items(x, self.node_label())
         values = _values_array(vals, self._declared)
         out = np.zeros((1, self._size), dtype=values.dtype)
         if values.dtype == object:
@@ -124,7 +124,7 @@ class DictVectorizer(OpRun):
         try:
             pos, found = self._lookup.find(k)
         except KernelError as e:
-            raise KernelError(f"{self._node_label()}: {e}") from None
+            raise KernelError(f"{self.node_label()}: {e}") from None
         out[0, pos[found]] = values[found]
         return (out,)
 
@@ -142,7 +142,7 @@ class ZipMap(OpRun):
         labels = class_labels(self, "classlabels_int64s", "classlabels_strings")
         if labels is None:
             raise InvalidAttributeError(
-                f"{self._node_label()} must define one of 'classlabels_int64s' and 'classlabels_strings'."
+                f"{self.node_label()} must define one of 'classlabels_int64s' and 'classlabels_strings'."
             )
         self._keys = labels.tolist()
 
@@ -150,7 +150,7 @@ class ZipMap(OpRun):
         rows = x.reshape(1, -1) if x.ndim == 1 else x
         if rows.ndim != 2 or rows.shape[1] != len(self._keys):
             raise KernelError(
-                f"{self._node_label()} has {len(self._keys)} labels, the input has shape {list(x.shape)} "
+                f"{self.node_label()} has {len(self._keys)} labels, the input has shape {list(x.shape)} "
                 f"(expected [N, {len(self._keys)}])."
             )
         keys = self._keys

@@ -25,7 +25,7 @@ class OneHotEncoder(OpRun):
         strings, ints = self.cats_strings, self.cats_int64s
         if bool(strings) == bool(ints):
             raise InvalidAttributeError(
-                f"{self._node_label()} must define exactly one of 'cats_strings' and 'cats_int64s'."
+                f"{self.node_label()} must define exactly one of 'cats_strings' and 'cats_int64s'."
             )
         self._strings = bool(strings)
         cats = string_array(strings) if strings else np.asarray(ints, dtype=np.int64)
@@ -35,13 +35,13 @@ class OneHotEncoder(OpRun):
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if self._strings != (x.dtype.kind in "OUS"):
             want = "strings" if self._strings else "numbers"
-            raise KernelError(f"{self._node_label()} has categories of {want}, the input has dtype {x.dtype}.")
+            raise KernelError(f"{self.node_label()} has categories of {want}, the input has dtype {x.dtype}.")
         if not self._strings and x.dtype.kind == "f":
             x = np.trunc(x).astype(np.int64)
         pos, found = self._lookup.find(x)
         if not self.zeros and not found.all():
             bad = np.asarray(x)[~found].reshape(-1)[0]
-            raise KernelError(f"{self._node_label()} meets the unknown category {bad!r} and 'zeros' is 0.")
+            raise KernelError(f"{self.node_label()} meets the unknown category {bad!r} and 'zeros' is 0.")
         out = np.zeros(x.shape + (self._n,), dtype=np.float32)
         flat = out.reshape(-1, self._n) if self._n else out.reshape(-1, 0)
         rows = np.nonzero(found.reshape(-1))[0]

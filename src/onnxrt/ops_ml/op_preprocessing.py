@@ -109,7 +109,7 @@ class Scaler(OpRun):
         self._offset = np.asarray(self.offset if self.offset is not None else [0.0], dtype=np.float32)
         self._scale = np.asarray(self.scale if self.scale is not None else [1.0], dtype=np.float32)
         if self._offset.size == 0 or self._scale.size == 0:
-            raise InvalidAttributeError(f"{self._node_label()}: attributes 'offset' and 'scale' must not be empty.")
+            raise InvalidAttributeError(f"{self.node_label()}: attributes 'offset' and 'scale' must not be empty.")
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         return (scaler(x, self._offset, self._scale),)
@@ -145,20 +145,20 @@ class Imputer(OpRun):
         floats, ints = self.imputed_value_floats, self.imputed_value_int64s
         if floats and ints:
             raise InvalidAttributeError(
-                f"{self._node_label()} defines both 'imputed_value_floats' and 'imputed_value_int64s'; exactly one is expected."
+                f"{self.node_label()} defines both 'imputed_value_floats' and 'imputed_value_int64s'; exactly one is expected."
             )
         self._floats = np.asarray(floats, dtype=np.float32) if floats else None
         self._ints = np.asarray(ints, dtype=np.int64) if ints else None
         if self._floats is None and self._ints is None:
             raise InvalidAttributeError(
-                f"{self._node_label()} defines neither 'imputed_value_floats' nor 'imputed_value_int64s'."
+                f"{self.node_label()} defines neither 'imputed_value_floats' nor 'imputed_value_int64s'."
             )
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         if x.dtype.kind == "f":
             if self._floats is None:
-                raise KernelError(f"{self._node_label()} has integer imputed values but a {x.dtype} input.")
+                raise KernelError(f"{self.node_label()} has integer imputed values but a {x.dtype} input.")
             return (imputer(x, self._floats, self.replaced_value_float),)
         if self._ints is None:
-            raise KernelError(f"{self._node_label()} has float imputed values but a {x.dtype} input.")
+            raise KernelError(f"{self.node_label()} has float imputed values but a {x.dtype} input.")
         return (imputer(x, self._ints, self.replaced_value_int64),)

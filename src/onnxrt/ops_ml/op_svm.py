@@ -163,7 +163,7 @@ def _rows(x: np.ndarray, op: OpRun, compiled: bool = False) -> np.ndarray:
     if x.ndim == 1:
         x = x.reshape(1, -1)
     elif x.ndim != 2:
-        raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+        raise KernelError(f"{op.node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
     if compiled and x.dtype == np.float32 and x.flags.c_contiguous:
         return x
     return np.ascontiguousarray(x, dtype=np.float64)
@@ -195,7 +195,7 @@ class _SVMBase(OpRun):
     def _check_features(self, x: np.ndarray) -> None:
         if x.shape[1] != self._sv.shape[1]:
             raise KernelError(
-                f"{self._node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
+                f"{self.node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
             )
 
     def _compiled(self, k, x: np.ndarray, wt: np.ndarray, bias: np.ndarray, n_classes: int = 0,
@@ -271,7 +271,7 @@ class SVMClassifier(_SVMBase):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
+        label = self.node_label()
         self._read_kernel()
         self.labels = labels = class_labels(self, "classlabels_ints", "classlabels_strings", required=True)
         self._coef = np.asarray(self.coefficients or [], dtype=np.float64)
@@ -408,7 +408,7 @@ class SVMClassifier(_SVMBase):
         nf = x.shape[1]
         if nf == 0 or self._coef.size % nf:
             raise KernelError(
-                f"{self._node_label()} has {self._coef.size} coefficients, not a multiple of the {nf} input features."
+                f"{self.node_label()} has {self._coef.size} coefficients, not a multiple of the {nf} input features."
             )
         w = self._coef.reshape(-1, nf)
         scores = x @ w.T
@@ -421,7 +421,7 @@ class SVMClassifier(_SVMBase):
             labels = self.labels.take((s > 0).astype(np.intp))
             return labels, self._binary_pair(s)
         if scores.shape[1] > self.labels.size:
-            raise KernelError(f"{self._node_label()} computes {scores.shape[1]} scores but has {self.labels.size} class labels.")
+            raise KernelError(f"{self.node_label()} computes {scores.shape[1]} scores but has {self.labels.size} class labels.")
         labels = self.labels.take(scores.argmax(axis=1))
         return labels, apply_transform(self._transform, scores).astype(np.float32)
 
@@ -435,7 +435,7 @@ class SVMRegressor(_SVMBase):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
+        label = self.node_label()
         self._read_kernel()
         self._coef = np.asarray(self.coefficients or [], dtype=np.float64)
         rho = self.rho or [0.0]
@@ -464,7 +464,7 @@ class SVMRegressor(_SVMBase):
         else:
             if self._coef.size != x.shape[1]:
                 raise KernelError(
-                    f"{self._node_label()} has {self._coef.size} coefficients, the input has {x.shape[1]} features."
+                    f"{self.node_label()} has {self._coef.size} coefficients, the input has {x.shape[1]} features."
                 )
             y = x @ self._coef + self._rho
         y = y.reshape(-1, 1)
