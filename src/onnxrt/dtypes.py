@@ -252,6 +252,55 @@ def to_array(tensor: TensorProto, what: str | None = None, limit: int | None = N
         raise ModelLoadError(f"{label} cannot be decoded: {e}.") from None
 
 
+def sparse_indices(raw: np.ndarray, dims: list[int], nnz: int, label: str, error: type[Exception] = ModelLoadError) -> np.ndarray:
+    """The linearised (row-major) int64 indices of a sparse tensor's ``nnz`` values in dense
+    shape ``dims``, from ``raw`` of shape [NNZ] (linearised) or [NNZ, rank] (coordinates),
+    checked as the ONNX specification asks: integers, one per value, inside the dense shape,
+    strictly ascending without duplicates. Raises ``error`` (``ModelLoadError`` for the
+    model's tensors, ``InvalidFeedError`` for a feed) naming ``label``; allocates nothing of
+    the dense shape's size.
+    """
+    n = math.prod(dims)
+    idx_dims = list(raw.shape)
+    if nnz == 0 and math.prod(idx_dims) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if raw.dtype.kind not in "iu":
+        raise error(f"{label}: indices must be int64; they are {raw.dtype}.")
+    if idx_dims == [nnz]:
+        indices = raw.astype(np.int64)
+        bad = np.flatnonzero((indices < 0) | (indices >= n))
+        if bad.size:
+            i = int(bad[0])
+            raise error(
+                f"{label}: index {i} is {int(indices[i])}, outside the {n} elements of dense shape {dims}."
+            )
+    elif idx_dims == [nnz, len(dims)]:
+        coords = raw.astype(np.int64)
+        for axis, size in enumerate(dims):
+            bad = np.flatnonzero((coords[:, axis] < 0) | (coords[:, axis] >= size))
+            if bad.size:
+                i = int(bad[0])
+                raise error(
+                    f"{label}: index {i} is {coords[i].tolist()}, outside dense shape {dims} on axis {axis}."
+                )
+        indices = np.ravel_multi_index(tuple(coords.T), dims) if nnz else np.zeros(0, dtype=np.int64)
+    else:
+        raise error(
+            f"{label}: indices must have shape [{nnz}] (linearised) or [{nnz}, {len(dims)}] (coordinates) "
+            f"for {nnz} values and dense shape {dims}; they have shape {idx_dims}."
+        )
+    steps = np.diff(indices)
+    bad = np.flatnonzero(steps <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        problem = "repeats" if steps[i - 1] == 0 else "comes after"
+        raise error(
+            f"{label}: index {i} ({int(indices[i])} linearised) {problem} index {i - 1} "
+            f"({int(indices[i - 1])}); sparse indices must be strictly ascending, without duplicates."
+        )
+    return indices
+
+
 def sparse_to_dense(sp: SparseTensorProto, what: str | None = None, limit: int | None = None) -> np.ndarray:
     """Dense array of a SparseTensorProto, every part checked before the dense array is allocated.
 
@@ -281,40 +330,7 @@ def sparse_to_dense(sp: SparseTensorProto, what: str | None = None, limit: int |
         indices = np.zeros(0, dtype=np.int64)
     else:
         raw = to_array(indices_t, f"{label}: indices")
-        if raw.dtype.kind not in "iu":
-            raise ModelLoadError(f"{label}: indices must be int64; they are {raw.dtype}.")
-        if idx_dims == [nnz]:
-            indices = raw.astype(np.int64)
-            bad = np.flatnonzero((indices < 0) | (indices >= n))
-            if bad.size:
-                i = int(bad[0])
-                raise ModelLoadError(
-                    f"{label}: index {i} is {int(indices[i])}, outside the {n} elements of dense shape {dims}."
-                )
-        elif idx_dims == [nnz, len(dims)]:
-            coords = raw.astype(np.int64)
-            for axis, size in enumerate(dims):
-                bad = np.flatnonzero((coords[:, axis] < 0) | (coords[:, axis] >= size))
-                if bad.size:
-                    i = int(bad[0])
-                    raise ModelLoadError(
-                        f"{label}: index {i} is {coords[i].tolist()}, outside dense shape {dims} on axis {axis}."
-                    )
-            indices = np.ravel_multi_index(tuple(coords.T), dims) if nnz else np.zeros(0, dtype=np.int64)
-        else:
-            raise ModelLoadError(
-                f"{label}: indices must have shape [{nnz}] (linearised) or [{nnz}, {len(dims)}] (coordinates) "
-                f"for {nnz} values and dense shape {dims}; they have shape {idx_dims}."
-            )
-        steps = np.diff(indices)
-        bad = np.flatnonzero(steps <= 0)
-        if bad.size:
-            i = int(bad[0]) + 1
-            problem = "repeats" if steps[i - 1] == 0 else "comes after"
-            raise ModelLoadError(
-                f"{label}: index {i} ({int(indices[i])} linearised) {problem} index {i - 1} "
-                f"({int(indices[i - 1])}); sparse indices must be strictly ascending, without duplicates."
-            )
+        indices = sparse_indices(raw, dims, nnz, label)
     if values_t.data_type == TensorProto.STRING:
         dense = np.full(dims, "", dtype=object)
     else:

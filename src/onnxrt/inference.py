@@ -16,11 +16,12 @@ from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import check_expansion, expansion_budget, function_key
-from .model import check_versions, load_model
+from .model import check_versions, load_limit, load_model
 from . import native as _jit
 from .native import no_jit_run
 from .parallel import EAGER_BLAS_SIZE, RunScope
 from .plan import Plan, Step, optimization_level
+from .ortvalue import SparseFeed
 
 
 def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
 class _InputSpec:
     """What a graph input accepts, precomputed for fast feed validation."""
 
-    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional", "np_dtype", "rank", "static", "static_get", "static_dims")
+    __slots__ = ("name", "kind", "elem_type", "shape", "type_str", "optional", "np_dtype", "rank", "static", "static_get", "static_dims", "sparse")
 
     def __init__(self, vi: onnx.ValueInfoProto, optional: bool):
         self.name = vi.name
@@ -61,6 +62,8 @@ class _InputSpec:
         self.static_get = operator.itemgetter(*axes) if axes else None
         dims = tuple(d for _, d in self.static)
         self.static_dims = dims[0] if len(dims) == 1 else dims
+        #: a sparse tensor input's check (onnxrt.ortvalue.SparseFeed), None for other kinds
+        self.sparse = SparseFeed(vi.name, self.type_str, tp) if self.kind == "sparse_tensor_type" else None
 
 
 def _check_feed(spec: _InputSpec, value: Any) -> Any:
@@ -126,6 +129,8 @@ def _check_feed_slow(spec: _InputSpec, value: Any) -> Any:
         if not isinstance(value, dict):
             raise InvalidFeedError(f"Input {name!r} expects a map ({spec.type_str}), got {type(value).__name__}.")
         return value
+    if kind == "sparse_tensor_type":
+        return spec.sparse.check(value)
     if kind != "tensor_type":
         return value
     if not isinstance(value, np.ndarray):
@@ -377,6 +382,9 @@ class OnnxInference:
         self.initializer_names = {i.name for i in graph.initializer} | {i.values.name for i in graph.sparse_initializer}
         inits = self.initializer_names
         self._specs = {vi.name: _InputSpec(vi, vi.name in inits) for vi in graph.input if self.overridable or vi.name not in inits}
+        for spec in self._specs.values():
+            if spec.sparse is not None:  # a sparse feed's dense form is held to the tensor cap
+                spec.sparse.limit = load_limit(self.options)
         self.input_names = [vi.name for vi in graph.input]
         self.output_names = [o.name for o in graph.output]
 

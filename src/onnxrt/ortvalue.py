@@ -513,6 +513,98 @@ class SparseTensor:
         return f"SparseTensor({self._format.name}, {self.data_type()}, dense_shape={self._shape}, nnz={self._values.shape[0]})"
 
 
+class SparseFeed:
+    """What a graph input declared as a sparse tensor accepts, and the check of its feeds.
+
+    onnxruntime's rules: such an input takes a :class:`SparseTensor` (bare or in an
+    :class:`OrtValue`), of the declared element type and shape, and nothing else; a dense
+    input never takes one. No ONNX operator reads a sparse tensor, so a graph can only pass
+    it to its outputs or to a custom operator; a standard operator fed one raises
+    ``InvalidTypeError`` naming the node. Before the run, every part is checked as the ONNX
+    specification asks of a sparse tensor (``dtypes.sparse_indices``): indices inside the
+    dense shape, one per value, strictly ascending without duplicates (CSR rows ascending
+    inside each row), and the dense form no larger than ``SessionOptions.max_tensor_bytes``
+    (the rule of sparse initializers); each failure is ``InvalidFeedError`` naming the
+    input. The graph gets a copy: the caller's arrays can change after the run starts
+    without changing it, and an output is never the caller's own tensor.
+    """
+
+    __slots__ = ("name", "type_str", "elem_type", "shape", "limit")
+
+    def __init__(self, name: str, type_str: str, tp: Any, limit: int | None = None):
+        from .dtypes import type_shape
+
+        self.name = name
+        self.type_str = type_str
+        st = tp.sparse_tensor_type
+        self.elem_type = int(st.elem_type)
+        # type_shape reads tensor types: the sparse type's shape has the same layout
+        shaped = type(tp)()
+        shaped.tensor_type.elem_type = st.elem_type
+        if st.HasField("shape"):
+            shaped.tensor_type.shape.CopyFrom(st.shape)
+        self.shape = type_shape(shaped)
+        self.limit = limit
+
+    def check(self, value: Any) -> SparseTensor:
+        """The validated copy of the feed ``value`` (``InvalidFeedError`` otherwise)."""
+        from .dtypes import elem_name, same_dtype, sparse_indices
+        from .errors import InvalidFeedError
+
+        name, label = self.name, f"Input {self.name!r} ({self.type_str})"
+        if isinstance(value, OrtValue):
+            value = value._value
+        if not isinstance(value, SparseTensor):
+            raise InvalidFeedError(
+                f"{label} expects a sparse tensor, got {describe(value)}; build one with "
+                f"SparseTensor.sparse_coo_from_numpy or sparse_csr_from_numpy."
+            )
+        values, shape = value._values, list(value._shape)
+        if not isinstance(values, np.ndarray) or values.ndim != 1:
+            raise InvalidFeedError(f"{label}: the values must be a 1-D array, got {describe(values)}.")
+        if self.elem_type and not same_dtype(values.dtype, self.elem_type):
+            raise InvalidFeedError(
+                f"{label} expects values of element type {elem_name(self.elem_type)}, got an array of dtype {values.dtype}."
+            )
+        if any(type(d) is not int or d < 0 for d in shape):
+            raise InvalidFeedError(f"{label}: dense shape {shape} must hold non-negative integers.")
+        if self.shape is not None:
+            if len(self.shape) != len(shape) or any(isinstance(w, int) and w != g for w, g in zip(self.shape, shape)):
+                raise InvalidFeedError(f"{label} expects dense shape {self.shape}, got {shape}.")
+        # the dense form's size, in Python integers: refused before anything is built
+        itemsize = values.dtype.itemsize if values.dtype.kind not in "OUS" else 8
+        nbytes = math.prod(shape) * itemsize
+        if self.limit is not None and nbytes > self.limit:
+            raise InvalidFeedError(
+                f"{label}: dense shape {shape} of {values.dtype} needs {nbytes} bytes, above the limit of "
+                f"{self.limit} bytes (SessionOptions.max_tensor_bytes, or the machine's physical memory when unset)."
+            )
+        nnz = values.shape[0]
+        if value._format == OrtSparseFormat.ORT_SPARSE_COO:
+            (raw,) = value._indices
+            sparse_indices(np.asarray(raw), shape, nnz, label, InvalidFeedError)
+            indices: tuple[np.ndarray, ...] = (np.array(raw, dtype=np.int64),)
+        elif value._format == OrtSparseFormat.ORT_SPARSE_CSRC:
+            inner, outer = (np.asarray(a) for a in value._indices)
+            if len(shape) != 2 or inner.shape != (nnz,) or outer.shape != (shape[0] + 1,):
+                raise InvalidFeedError(
+                    f"{label}: CSR needs a 2-D dense shape, {nnz} inner indices and rows + 1 outer indices; "
+                    f"got dense shape {shape}, inner {list(inner.shape)}, outer {list(outer.shape)}."
+                )
+            if inner.dtype.kind not in "iu" or outer.dtype.kind not in "iu":
+                raise InvalidFeedError(f"{label}: CSR indices must be integers, got {inner.dtype} and {outer.dtype}.")
+            starts = np.diff(outer)
+            if outer[0] != 0 or outer[-1] != nnz or (starts < 0).any():
+                raise InvalidFeedError(f"{label}: outer indices must start at 0, never decrease and end at {nnz}, got {outer.tolist()}.")
+            rows = np.repeat(np.arange(shape[0], dtype=np.int64), starts)
+            sparse_indices(np.stack([rows, inner.astype(np.int64)], axis=1), shape, nnz, label, InvalidFeedError)
+            indices = (np.array(inner, dtype=np.int64), np.array(outer, dtype=np.int64))
+        else:
+            raise InvalidFeedError(f"{label}: a {value._format.name} sparse tensor cannot be fed.")
+        copied = values.copy() if values.dtype.kind != "O" else np.array(values, dtype=object)
+        return SparseTensor(value._format, shape, copied, indices)
+
+
 # ------------------------------------------------------------------------------------------
 # memory descriptions: onnxruntime's OrtMemoryInfo, its enums and OrtArenaCfg
 # ------------------------------------------------------------------------------------------

@@ -145,12 +145,13 @@ def _options_from_model(model: Any, options: SessionOptions) -> SessionOptions:
 class _FeedType:
     """What the session converts for one graph input before the engine checks it."""
 
-    __slots__ = ("type_str", "tensor", "string", "dtype", "scalar")
+    __slots__ = ("type_str", "tensor", "string", "dtype", "scalar", "sparse")
 
     def __init__(self, vi: Any):
         tp = vi.type
         self.type_str = type_string(tp)
         self.tensor = tp.WhichOneof("value") == "tensor_type"
+        self.sparse = tp.WhichOneof("value") == "sparse_tensor_type"
         elem = tp.tensor_type.elem_type if self.tensor else 0
         dt = ONNX_TO_NP.get(elem)
         self.string = dt is not None and dt.kind == "O"
@@ -190,12 +191,14 @@ def _list_to_array(name: str, value: list[Any], ft: _FeedType) -> np.ndarray:
         ) from None
 
 
-def _unwrap(name: str, value: OrtValue) -> Any:
+def _unwrap(name: str, value: OrtValue, sparse: bool = False) -> Any:
+    """The value an OrtValue holds; a sparse tensor only for an input declared sparse
+    (``sparse``), where the engine checks it (onnxrt.ortvalue.SparseFeed)."""
     inner = value._value
-    if isinstance(inner, SparseTensor):
+    if isinstance(inner, SparseTensor) and not sparse:
         raise InvalidFeedError(
-            f"Input {name!r}: onnxrt does not feed sparse tensors to a graph (no ONNX operator reads one); "
-            f"pass the dense tensor."
+            f"Input {name!r}: a sparse tensor can only feed an input declared as a sparse tensor "
+            f"(as in onnxruntime); pass the dense tensor."
         )
     return inner
 
@@ -359,9 +362,9 @@ class InferenceSession:
         out: dict[str, Any] = {}
         types = self._feed_types
         for name, value in feed.items():
-            if isinstance(value, OrtValue):
-                value = _unwrap(name, value)
             ft = types.get(name)
+            if isinstance(value, OrtValue):
+                value = _unwrap(name, value, ft is not None and ft.sparse)
             if ft is not None and ft.tensor:
                 if type(value) is list:
                     value = _list_to_array(name, value, ft)
