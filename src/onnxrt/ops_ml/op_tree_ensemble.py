@@ -48,10 +48,20 @@ def _matrix(x: np.ndarray, op: OpRun) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 
 
+def check_targets(op: OpRun, n_targets: int, n_leaves: int) -> None:
+    """Refuse, before the per-leaf tables are built, a target count below 1 or tables (one
+    float64 per leaf and target) above ``SessionOptions.max_tensor_bytes``: an absurd
+    ``n_targets`` (or target id) would otherwise allocate terabytes at load."""
+    if n_targets < 1:
+        raise InvalidAttributeError(f"{op.node_label()}: the model has {n_targets} targets, expected at least 1 (attribute 'n_targets').")
+    op.check_alloc((n_leaves, n_targets), np.float64, "leaf table (leaves x n_targets)")
+
+
 def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
     """A Forest from the ml 1/3 encoding: ``nodes_*`` tuples keyed by (tree id, node id) and
     ``{prefix}_*`` votes (``class`` for the classifier, ``target`` for the regressor)."""
     label = op._node_label()
+    check_targets(op, n_targets, 0)  # at least one target, before the ids are checked against it
     tree_ids = _ints(op, "nodes_treeids")
     n = tree_ids.size
     node_ids = _ints(op, "nodes_nodeids", n)
@@ -148,6 +158,7 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
             f"{label}: a vote is attached to node {int(v_nodes[i])} of tree {int(v_trees[i])}, which is not a leaf."
         )
     wdtype = np.float64 if v_weights.dtype == np.float64 else np.float32
+    check_targets(op, n_targets, int(is_leaf.sum()))
     w, has, wmin, wmax = leaf_tables(leaf_row[voters], v_ids, v_weights, int(is_leaf.sum()), n_targets, wdtype)
     forest = Forest(
         feature=features,
@@ -253,6 +264,7 @@ def forest_from_v5(op: OpRun) -> Forest:
         members = {int(k): s for k, s in zip(member_nodes, sets)}
 
     wdtype = weights.dtype if weights.dtype.kind == "f" else np.float32
+    check_targets(op, int(n_targets), n_leaves)
     w, has, wmin, wmax = leaf_tables(np.arange(n_leaves), targets, weights, n_leaves, n_targets, np.float64 if wdtype == np.float64 else np.float32)
     return Forest(
         feature=feature,
@@ -313,6 +325,7 @@ class TreeEnsemble(OpRun):
         x = _matrix(x, self)
         # float16 is compared as float32 (exact: float16 values and splits are float32 values)
         xw = x.astype(np.float32) if x.dtype == np.float16 else x
+        self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
         scores, _ = self.forest.aggregate(xw, self._aggregate, threads=session_threads(self.options))
         scores = apply_transform(self._transform, scores)
         return (scores.astype(x.dtype),)
@@ -358,6 +371,7 @@ class TreeEnsembleRegressor(_TreeV1):
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = self._threshold_input(x)
+        self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
         scores = self.forest.sum_few_rows(x, self._aggregate == "AVERAGE") if self._aggregate in ("SUM", "AVERAGE") else None
         if scores is None:
             scores, _ = self.forest.aggregate(x, self._aggregate, threads=session_threads(self.options))
