@@ -95,11 +95,17 @@ def split_to_sequence(x: np.ndarray, split: np.ndarray | None = None, axis: int 
     return [x[head + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def concat_from_sequence(seq: list[np.ndarray], axis: int, new_axis: int = 0) -> np.ndarray:
-    """Concatenate (``new_axis=0``) or stack (``new_axis=1``) the tensors of a sequence."""
+def concat_from_sequence(seq: list[np.ndarray], axis: int, new_axis: int = 0, check: Any = None) -> np.ndarray:
+    """Concatenate (``new_axis=0``) or stack (``new_axis=1``) the tensors of a sequence.
+
+    ``check(shape, dtype)`` (the kernel's :meth:`OpRun.check_alloc`) sees the output's
+    element count first: a sequence may hold one tensor many times for the cost of a
+    pointer each, and its concatenation is then far larger than what it holds."""
     seq = _as_sequence(seq)
     if not seq:
         raise KernelError("ConcatFromSequence needs a non-empty sequence.")
+    if check is not None:
+        check([sum(int(np.size(t)) for t in seq)], np.asarray(seq[0]).dtype)
     rank = np.ndim(seq[0])
     if new_axis:
         ax = normalize_axis(axis, rank + 1)
@@ -175,4 +181,4 @@ class ConcatFromSequence(OpRun):
     """ConcatFromSequence-11: ``new_axis=1`` stacks (axis in [-r-1, r]), else concatenates."""
 
     def _run(self, seq, attributes=None, verbose=0, fLOG=None):
-        return (concat_from_sequence(seq, self.axis, self.new_axis),)
+        return (concat_from_sequence(seq, self.axis, self.new_axis, self.check_alloc),)
