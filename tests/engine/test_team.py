@@ -70,14 +70,16 @@ def test_team_sigmoid_and_erf_equal_the_single_thread_loops(spy):
 
 @pytest.mark.parametrize("log", [False, True])
 def test_team_softmax_equals_the_pool_path(spy, monkeypatch, log):
+    from onnxrt.fastpaths.softmax import softmax_compiled
+
     x = np.random.default_rng(2).standard_normal((600, 1000)).astype(np.float32) * 20
     x[3, 999] = np.nan  # a NaN row (in the tail of the vectorised maximum, which may skip it)
     x[4] = -np.inf  # a row without any finite value
     x[5, :10] = np.inf
-    got = op_softmax._softmax_compiled(_jit.kernels(), x, log)
+    got = softmax_compiled(x, x.shape[1], log)
     assert spy == [("softmax_part", 9)]
     monkeypatch.setattr(_jit, "team_split", lambda *a, **kw: False)
-    ref = op_softmax._softmax_compiled(_jit.kernels(), x, log)
+    ref = softmax_compiled(x, x.shape[1], log)
     # the team's part function and the pool's row loops are separately compiled loops that may
     # vectorise the row sum differently: a sum of n positive terms in 16 lanes and another
     # order differs by at most (n / 16 + 16) ulps of the sum, plus 2 for the exp and the
@@ -144,7 +146,10 @@ def test_a_forked_child_starts_its_own_team(spy):
 
 
 def test_team_transposes_blocks_of_rows(spy):
-    from onnxrt.ops_cpu.op_transpose import transpose
+    from onnxrt.fastpaths.transpose import batched_2d, transpose_compiled
+
+    def transpose(x, perm):  # Transpose's compiled path (onnxrt.fastpaths.transpose)
+        return transpose_compiled(x, *batched_2d(x.shape, perm))
 
     rng = np.random.default_rng(6)
     for shape, perm in (((1000, 1003), (1, 0)), ((4, 300, 517), (0, 2, 1))):
@@ -260,7 +265,11 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
     stride-2 max and the same-size average by their own part functions) and the rows of
     BatchNormalization's scale and shift (+ Relu) split over the team: the same bits as the
     serial loops."""
-    from onnxrt.ops_cpu.op_batch_normalization import _apply
+    from onnxrt.fastpaths.norm import affine_compiled
+
+    def _apply(x, a, b, spatial, relu=False):  # BatchNormalization's compiled path (onnxrt.fastpaths.norm)
+        return affine_compiled(x, a, b, relu)
+
     from onnxrt.ops_cpu.op_conv import conv
     from onnxrt.ops_cpu.op_pool import pool
 
@@ -393,7 +402,11 @@ def test_team_products_of_a_convolution_apply_its_epilogue_by_blocks(spy, monkey
 def test_short_jobs_go_only_to_awake_workers(spy, monkeypatch):
     """A job below its kernel's cold size (here BatchNormalization's rows) waits for no
     sleeping worker: it runs on the caller, with the same bits; awake workers take it."""
-    from onnxrt.ops_cpu.op_batch_normalization import _apply
+    from onnxrt.fastpaths.norm import affine_compiled
+
+    def _apply(x, a, b, spatial, relu=False):  # BatchNormalization's compiled path (onnxrt.fastpaths.norm)
+        return affine_compiled(x, a, b, relu)
+
 
     rng = np.random.default_rng(70)
     x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)  # 200K elements: 6 parts, below the cold size

@@ -641,9 +641,12 @@ def test_compiled_layer_normalization_equals_the_numpy_path(axis, with_bias, sca
     scale = rng.standard_normal(scale_shape).astype(np.float32)
     bias = rng.standard_normal(scale_shape).astype(np.float32) if with_bias else None
     assert _jit.kernels() is not None
-    got = layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)
-    with _jit.disabled():
-        expected = layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)
+    from onnxrt.fastpaths.norm import layer_norm_compiled
+    from onnxrt.ops_cpu.op_normalization import _as_columns
+
+    ax = axis % 3
+    got = layer_norm_compiled(x, ax, 1e-5, _as_columns(scale, x.shape, ax), None if bias is None else _as_columns(bias, x.shape, ax))
+    expected = layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)  # the reference kernel
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype == np.float32 and g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
@@ -664,8 +667,12 @@ def test_compiled_batch_normalization_equals_the_numpy_path():
     rng = np.random.default_rng(22)
     x = rng.standard_normal((2, 7, 9, 11)).astype(np.float32)
     params = [rng.standard_normal(7).astype(np.float32) for _ in range(3)] + [rng.uniform(0.5, 2, 7).astype(np.float32)]
-    y = batch_normalization(x, *params)
-    with _jit.disabled():
-        expected = batch_normalization(x, *params)
+    from onnxrt.fastpaths.norm import affine_compiled
+    from onnxrt.ops_cpu.op_batch_normalization import fold_statistics
+
+    assert _jit.kernels() is not None
+    a, b = fold_statistics(x, *params, 1e-5, True)
+    y = affine_compiled(x, a.astype(np.float32), b.astype(np.float32), False)
+    expected = batch_normalization(x, *params)  # the reference kernel
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_array_equal(y, expected)  # same two roundings per element

@@ -8,13 +8,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
-from . import _fastmath as fm
-from .. import native as _jit
 from ._op import OpRun
 from .op_normalization import add_cols, add_rows
-
-#: elements per part when the compiled scale-and-shift goes to the team (~15 us each)
-AFFINE_TEAM_PART = 1 << 15
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -44,9 +39,9 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool, relu: boo
     BatchNormalization + Relu; -0 and NaN kept, as Relu keeps them).
 
     The tensor is viewed as a C-contiguous matrix whose rows share one ``a`` and one ``b``
-    ((N*C, spatial) per channel); float32 takes the compiled one-pass loop (the Relu in
-    the same pass, rows split over the pool for large inputs), other types scale the rows
-    and add the shift as a BLAS rank-1 update done in place.
+    ((N*C, spatial) per channel): the rows are scaled and the shift added as a BLAS rank-1
+    update done in place. The reference kernel; float32 inference's one compiled pass (the
+    Relu in the same pass) is a fast path (onnxrt.fastpaths.norm).
     """
     if x.size == 0:  # nothing to scale (the (rows, cols) views below need a non-empty tensor)
         return np.empty(x.shape, dtype=x.dtype)
@@ -56,22 +51,7 @@ def _apply(x: np.ndarray, a: np.ndarray, b: np.ndarray, spatial: bool, relu: boo
     a = a.astype(cdt).reshape(-1)
     b = b.astype(cdt).reshape(-1)
     spatial_size = math.prod(x.shape[2:])
-    if spatial and spatial_size > 1 and cdt == np.float32 and (k := _jit.kernels()) is not None:
-        # one compiled pass instead of numpy's two (about 2.5x on a 64x56x56 input)
-        x2 = xc.reshape(n * x.shape[1], spatial_size)
-        y2 = np.empty(x2.shape, np.float32)
-        at, bt = (a, b) if n == 1 else (np.tile(a, n), np.tile(b, n))
-
-        def rows(lo: int, hi: int) -> None:
-            k.affine_rows(x2[lo:hi], at[lo:hi], bt[lo:hi], y2[lo:hi], relu)
-
-        at, bt = np.ascontiguousarray(at), np.ascontiguousarray(bt)
-        args = [x2, at, bt, y2, *x2.shape, int(relu)]
-        if not _jit.team_split("affine_part", args, x2.size, max_parts=x2.shape[0], part_size=AFFINE_TEAM_PART,
-                               cold_total=2 * fm.JIT_PART):
-            _jit.split(x2.shape[0], rows, max(1, fm.JIT_PART // spatial_size))
-        relu = False  # done
-    elif spatial and spatial_size > 1:
+    if spatial and spatial_size > 1:
         x2 = xc.reshape(n * x.shape[1], spatial_size)
         # einsum scales rows a little faster than broadcasting a (rows, 1) column
         y2 = np.einsum("ij,i->ij", x2, np.tile(a, n))

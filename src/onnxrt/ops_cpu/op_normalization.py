@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
-from .. import native as _jit
 from ._op import OpRun
 
 _F32 = np.dtype(np.float32)
@@ -262,7 +261,7 @@ def layer_normalization(
     (float16/bfloat16 stashes compute in float32 and round the result), and the result is
     cast to X's type; stage two multiplies by Scale and adds B (both unidirectionally
     broadcast) in X's type. Mean and InvStdDev have X's leading dimensions followed by ones,
-    and the stash type.
+    and the stash type. The reference kernel (fast path: onnxrt.fastpaths.norm).
     """
     x = np.asarray(x)
     rank = x.ndim
@@ -271,11 +270,6 @@ def layer_normalization(
     axis = _axis(axis, rank)
     _check_broadcast(scale, "Scale", x.shape)
     _check_broadcast(bias, "B", x.shape)
-    if x.dtype == _F32 and np.dtype(stash_type) == _F32 and x.size and (k := _jit.kernels()) is not None:
-        s_cols = _as_columns(np.asarray(scale), x.shape, axis)
-        b_cols = None if bias is None else _as_columns(np.asarray(bias), x.shape, axis)
-        if s_cols is not None and (bias is None or b_cols is not None):
-            return _layer_norm_compiled(k, x, axis, epsilon, s_cols, b_cols)
     x2, owned = _rows_view(x, axis, _compute_dtype(stash_type))
     normalized, mean, inv_std = standardize_rows(x2, epsilon, owned=owned)
     normalized = _round_to(normalized, stash_type)
@@ -286,25 +280,6 @@ def layer_normalization(
         mean.astype(stash_type).reshape(stat_shape),
         inv_std.astype(stash_type).reshape(stat_shape),
     )
-
-
-def _layer_norm_compiled(k, x: np.ndarray, axis: int, epsilon: float, s_cols: np.ndarray, b_cols: np.ndarray | None):
-    """float32 LayerNormalization with per-column Scale/B as one compiled pass per row
-    (statistics in float64; blocks of rows over the pool for large inputs)."""
-    rows, cols = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
-    x2 = np.ascontiguousarray(x).reshape(rows, cols)
-    scale = np.ascontiguousarray(s_cols, dtype=_F32)
-    bias = scale if b_cols is None else np.ascontiguousarray(b_cols, dtype=_F32)
-    y = np.empty((rows, cols), _F32)
-    mean = np.empty(rows, _F32)
-    inv = np.empty(rows, _F32)
-
-    def block(lo: int, hi: int) -> None:
-        k.layer_norm_rows(x2[lo:hi], scale, bias, b_cols is not None, np.float32(epsilon), y[lo:hi], mean[lo:hi], inv[lo:hi])
-
-    _jit.split(rows, block, max(1, (1 << 19) // max(cols, 1)))
-    stat_shape = x.shape[:axis] + (1,) * (x.ndim - axis)
-    return y.reshape(x.shape), mean.reshape(stat_shape), inv.reshape(stat_shape)
 
 
 def rms_normalization(
