@@ -11,8 +11,6 @@ from onnx import TensorProto
 from ..dtypes import EXOTIC_DTYPES, elem_from_name, elem_name, np_dtype
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
-from . import _fastmath as fm
-from .. import native as _jit
 from ._minifloat import FLOAT_FORMATS, INT_FORMATS, encode_float, encode_int
 from ._op import OpRun
 
@@ -183,14 +181,8 @@ def cast(
         src = x.dtype
     if src == dst:
         return x
-    if x.size >= fm.CAST_MIN_SIZE or (x.size >= fm.JIT_MIN_SIZE and _jit.kernels() is not None):
-        # numpy's float32 <-> float16 casts are scalar loops: integer arithmetic on the bits
-        # gives the same bits (round to nearest even, overflow to inf, subnormals, NaN), 1.5-3x
-        # faster in numpy passes, 4-5x as one compiled loop
-        if src == _F32 and dst == _F16:
-            return fm.f32_to_f16(x)
-        if src == _F16 and dst == _F32:
-            return fm.f16_to_f32(x)
+    # (float32 <-> float16 of large inputs by integer arithmetic on the bits, the same bits
+    # faster: fast paths, onnxrt.fastpaths.cast)
     if dst == _E8M0:
         return to_float8e8m0(x, saturate, round_mode)
     if dst == _BOOL:
