@@ -6,7 +6,6 @@ import numpy as np
 
 from ..errors import KernelError
 from ..registry import register
-from .. import native as _jit
 from ._dsp import scalar_float, scalar_int
 from ._op import OpRun
 
@@ -208,25 +207,6 @@ def _single_group(boxes, scores, max_out: int, iou_threshold: float, score_thres
     return out
 
 
-def _compiled(k, boxes, scores, max_out: int, iou_threshold: float, score_threshold: float | None, center: int) -> np.ndarray:
-    """Every batch and class through the numba greedy loop (``_jit_kernels.nms``):
-    candidates ranked as the numpy path ranks them, each tested against its group's kept
-    boxes only (O(candidates x kept), one vectorised pass per candidate), same float32 IoU."""
-    n_batch, n_class, n_box = scores.shape
-    s2 = scores.astype(np.float32, copy=False).reshape(n_batch * n_class, n_box)
-    if score_threshold is None:
-        ranked = np.argsort(-s2, axis=1, kind="stable")
-        n_cand = np.full(s2.shape[0], n_box)
-    else:
-        valid = s2 > np.float32(score_threshold)
-        ranked = np.argsort(np.where(valid, -s2, np.inf), axis=1, kind="stable")
-        n_cand = valid.sum(axis=1)
-    out = np.empty((int(min(n_cand.sum(), s2.shape[0] * min(max_out, n_box))), 3), dtype=np.int64)
-    count = k.nms(np.ascontiguousarray(boxes, dtype=np.float32), ranked, n_cand, n_class, bool(center),
-                  min(int(max_out), n_box), np.float32(iou_threshold), out)
-    return out[:count]
-
-
 def non_max_suppression(
     boxes: np.ndarray,
     scores: np.ndarray,
@@ -243,7 +223,9 @@ def non_max_suppression(
     are kept. Output rows are ordered by batch, class, then score. Every batch and class
     are processed together, on the best candidates of each first (a longer prefix only
     for those that keep too few): candidate pairs from one sweep over x extents, their
-    IoU in one vectorized pass, and the greedy order from a fixed-point resolution.
+    IoU in one vectorized pass, and the greedy order from a fixed-point resolution. The
+    reference kernel (exact: the greedy answer); the compiled greedy loop is a fast path
+    (onnxrt.fastpaths.nms).
     """
     boxes = np.asarray(boxes)
     scores = np.asarray(scores)
@@ -261,8 +243,6 @@ def non_max_suppression(
     if max_output_boxes_per_class <= 0 or scores.size == 0:
         return empty
 
-    if (k := _jit.kernels()) is not None:
-        return _compiled(k, boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
     if n_batch * n_class == 1:
         return _single_group(boxes, scores, max_output_boxes_per_class, iou_threshold, score_threshold, center_point_box)
     n_groups = n_batch * n_class
