@@ -34,7 +34,12 @@ class OnnxrtBackendRep(BackendRep):
 
 
 class OnnxrtBackend(Backend):
-    """The onnx backend interface; CPU only."""
+    """The onnx backend interface; CPU only. ``session_options``: the
+    :class:`~onnxrt.SessionOptions` every session it prepares gets (None: the defaults); a
+    subclass may set them, e.g. ``fast_paths = False`` to run the suite on the reference
+    kernels."""
+
+    session_options: Any = None
 
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
@@ -46,7 +51,7 @@ class OnnxrtBackend(Backend):
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> OnnxrtBackendRep:
-        return OnnxrtBackendRep(OnnxInference(model))
+        return OnnxrtBackendRep(OnnxInference(model, options=cls.session_options))
 
     @classmethod
     def run_model(cls, model: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple[Any, ...]:
@@ -75,7 +80,7 @@ class OnnxrtBackend(Backend):
         if node.domain not in ("", "ai.onnx"):
             opsets.append(onnx.helper.make_opsetid(node.domain, kwargs.get("domain_version", 1)))
         model = onnx.helper.make_model(graph, opset_imports=opsets)
-        engine = OnnxInference(model)
+        engine = OnnxInference(model, options=cls.session_options)
         res = engine.run(dict(pairs))
         return tuple(res[n] for n in engine.output_names)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import onnx
 import onnx.backend.test
 
+import onnxrt
 import onnxrt.backend
 
 HERE = Path(__file__).parent
@@ -56,3 +57,30 @@ for _pattern, _reason in EXPECTED_FAILURES:
         backend_test.xfail(_pattern)
 
 globals().update(backend_test.test_cases)
+
+
+# -- the node cases again on the reference kernels, one thread ---------------------------------
+# Above, every case runs as sessions do by default: fast paths on (compiled kernels: the suite
+# sets ONNXRT_JIT=1) and the pool's threads. Here the node cases run with every fast path off
+# (SessionOptions.fast_paths = False: each node's numpy reference kernel, no compiled code) on
+# one thread, so both the semantics and the fast paths answer to the suite.
+
+
+class ReferenceBackend(onnxrt.backend.OnnxrtBackend):
+    """The backend with fast paths off and one intra-op thread."""
+
+    session_options = onnxrt.SessionOptions()
+    session_options.fast_paths = False
+    session_options.intra_op_num_threads = 1
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    reference_test = onnx.backend.test.BackendTest(ReferenceBackend, __name__ + "_reference")
+for _pattern, _reason in EXPECTED_FAILURES:
+    if _reason.startswith("nondeterministic:"):
+        reference_test.exclude(_pattern)
+    else:
+        reference_test.xfail(_pattern)
+OnnxBackendNodeModelReferenceTest = reference_test.test_cases["OnnxBackendNodeModelTest"]
+OnnxBackendNodeModelReferenceTest.__name__ = "OnnxBackendNodeModelReferenceTest"
