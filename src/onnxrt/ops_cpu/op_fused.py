@@ -7,14 +7,11 @@ allocation and one pass of the engine.
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 from onnx import NodeProto
 
 from ..parallel import limit_threads
 from ..registry import lookup, register
-from .. import native as _jit
 from ._conv_common import apply_activation
 from ._op import OpRun
 
@@ -105,18 +102,9 @@ class FusedConv(_Fused):
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)
 class FusedGemm(_Fused):
     """Gemm + activation; Gemm + Relu on a few float32 rows runs the compiled dense loop
-    (product, bias and Relu in one call)."""
+    (product, bias and Relu in one call), a fast path (onnxrt.fastpaths.gemm)."""
 
     base_op = "Gemm"
-
-    def __init__(self, onnx_node, desc=None, **options):
-        super().__init__(onnx_node, desc, **options)
-        self._dense = self._inner.dense if self._act == "Relu" else None
-
-    def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
-        if self._dense is not None and (y := self._dense(a, b, c, True)) is not None:
-            return (y,)
-        return super()._run(a, b) if c is None else super()._run(a, b, c)
 
 
 @register("FusedMatMul", versions=(1,), domain=FUSED_DOMAIN)
@@ -160,10 +148,11 @@ class DenseChain(OpRun):
     """Consecutive dense layers (Gemm, Gemm + Relu; onnxrt.optim.dense_chain writes them):
     inputs X, B1, C1, B2, C2, ... (C may be omitted), attributes ``trans_b`` and ``relus``.
 
-    A few float32 rows run every layer in one compiled call (``_jit_kernels.dense_chain``,
-    each layer as the compiled dense loop of Gemm: the same results as the nodes one by
-    one); any other input runs the layers' own Gemm kernels in turn. A 5-layer MLP at one
-    row: one kernel call and one engine step instead of five."""
+    The reference runs the layers' own Gemm kernels in turn. A few float32 rows run every
+    layer in one compiled call (``native.loops.dense_chain``, each layer as the compiled
+    dense loop of Gemm: the same results as the nodes one by one), a fast path
+    (onnxrt.fastpaths.gemm). A 5-layer MLP at one row: one kernel call and one engine
+    step instead of five."""
 
     attribute_defaults = {"trans_b": [], "relus": []}
 
@@ -186,7 +175,6 @@ class DenseChain(OpRun):
                 node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], transB=tb)
                 cls, since = lookup("Gemm", "", 13)  # type: ignore[misc]
             self._layers.append(cls(node, None, since_version=since, opsets=options.get("opsets")))
-        self._prep: tuple | None = None
         self._packable = False  # every weight and bias a model constant (set_const_inputs)
 
     def set_const_inputs(self, positions) -> None:
@@ -194,48 +182,7 @@ class DenseChain(OpRun):
         # the packed copies are only kept for constants: a feed's layers run on its arrays
         self._packable = {i for i, n in enumerate(self.onnx_node.input) if i and n} <= self.const_inputs
 
-    def _prepare(self, params: tuple) -> tuple:
-        """(params, packed B, packed C, layer table, K of the first layer, N of the last, most
-        rows, kernel), the packed arrays None where the compiled call does not apply (checked
-        and packed once per set of weights: at most DENSE_MAX_WORK values per layer)."""
-        k = _jit.kernels() if self._packable else None
-        ws, cs = params[0::2], params[1::2]
-        width, rows, table, w_parts, c_parts = None, self._max_rows, [], [], []
-        w_off = c_off = 0
-        for w, c, tb, relu in zip(ws, cs, self._trans_b, self._relus):
-            if k is None or not (isinstance(w, np.ndarray) and w.dtype == _F32 and w.ndim == 2):
-                return (params, None)
-            kk, n = w.shape[::-1] if tb else w.shape
-            if width is not None and kk != width:
-                return (params, None)
-            if c is not None and not (isinstance(c, np.ndarray) and c.dtype == _F32 and c.size == n):
-                return (params, None)
-            rows = min(rows, self._max_work // max(kk * n, 1))
-            table.append((kk, n, tb, relu, w_off, -1 if c is None else c_off))
-            w_parts.append(w.reshape(-1))
-            w_off += w.size
-            if c is not None:
-                c_parts.append(c.reshape(-1))
-                c_off += n
-            width = n
-        weights = np.concatenate(w_parts)
-        biases = np.concatenate(c_parts) if c_parts else np.zeros(0, _F32)
-        return (params, weights, biases, np.array(table, np.int64), table[0][0], width, rows, k.dense_chain)
-
     def _run(self, x, *params, attributes=None, verbose=0, fLOG=None):
-        prep = self._prep  # one read: sessions may run this node in several threads
-        if prep is None or not all(map(operator.is_, prep[0], params)) or (
-            prep[1] is None and self._packable and _jit.active()
-        ):
-            # (packed again once compiled kernels become active: a session's first run has none)
-            prep = self._prep = self._prepare(params)
-        if (
-            prep[1] is not None and type(x) is np.ndarray and x.dtype == _F32 and x.ndim == 2
-            and x.shape[1] == prep[4] and 0 < x.shape[0] <= prep[6] and x.flags.c_contiguous
-        ):
-            y = np.empty((x.shape[0], prep[5]), _F32)
-            prep[7](x, prep[1], prep[2], prep[3], y)
-            return (y,)
         a = x
         for layer, w, c in zip(self._layers, params[0::2], params[1::2]):
             a = layer._run(a, w)[0] if c is None else layer._run(a, w, c)[0]

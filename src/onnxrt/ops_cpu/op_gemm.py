@@ -7,12 +7,9 @@ import numpy as np
 from ..errors import KernelError
 from ..registry import register
 from ..parallel import BLAS_THREADED_WORK, matmul
-from .. import native as _jit
 from ._op import OpRun
 
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
-_F32 = np.dtype(np.float32)
-_NO_BIAS = np.zeros(0, dtype=np.float32)
 #: a float32 product of at most this many rows and multiply-adds runs in the compiled dense
 #: loop (bias and Relu included); beyond, BLAS's blocked kernels win
 DENSE_MAX_ROWS = 16
@@ -89,59 +86,19 @@ def gemm(
 @register("Gemm", versions=(1, 6, 7, 9, 11, 13))
 class Gemm(OpRun):
     """Gemm: 1 and 6 (C required; with broadcast=0, C must already be [M, N]), 7 (C broadcasts),
-    9 (integers), 11 (C optional), 13 (bfloat16)."""
+    9 (integers), 11 (C optional), 13 (bfloat16). Reference: BLAS (the plain case without
+    :func:`gemm`'s checks); a few float32 rows take the compiled dense loop, a fast path
+    (onnxrt.fastpaths.gemm)."""
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._strict_c = (self.since_version or 13) < 7 and not getattr(self, "broadcast", 0)
         # the common case (alpha = beta = 1, C optional) skips the general kernel's checks
         self._plain = self.alpha == 1.0 and self.beta == 1.0 and not self._strict_c
-        #: whether B is transposed, for the compiled dense loop (None: it does not apply)
+        #: whether B is transposed, for the compiled dense loop (onnxrt.fastpaths.gemm; None: it does not apply)
         self._dense_trans_b = bool(self.transB) if self._plain and not self.transA else None
-        self._dense_prep: tuple | None = None  # see dense()
-
-    def _dense_operands(self, b, c) -> tuple | None:
-        """What the compiled dense loop needs of B and C: (b, c, n, k, flat C or the no-bias
-        marker, most rows, kernel), or None where it does not apply (other types, transA,
-        a C that is not one value per column, a non-contiguous B, no compiled kernels).
-        Checked once per pair of arrays (B and C are initializers in a dense layer)."""
-        trans_b = self._dense_trans_b
-        if trans_b is None or b.dtype != _F32 or b.ndim != 2 or not b.flags.c_contiguous:
-            return None
-        n, kk = b.shape if trans_b else b.shape[::-1]
-        if c is None:
-            cflat = _NO_BIAS
-        elif c.dtype != _F32 or c.size != n or not (c.ndim == 1 or (c.ndim == 2 and c.shape[0] == 1)) or (
-            not c.flags.c_contiguous  # (its flat copy, kept, would miss a later write to C)
-        ):
-            return None
-        else:
-            cflat = c.reshape(-1)
-        k = _jit.kernels()
-        if k is None or kk == 0 or n == 0:
-            return None
-        return b, c, n, kk, cflat, min(DENSE_MAX_ROWS, DENSE_MAX_WORK // (kk * n)), k.dense_small
-
-    def dense(self, a, b, c=None, relu: bool = False) -> np.ndarray | None:
-        """A few float32 rows through the compiled dense loop (``_jit_kernels.dense_small``:
-        product, bias and optional Relu in one call), or None where it does not apply (see
-        :meth:`_dense_operands`; A must be a C-contiguous float32 matrix of a few rows)."""
-        prep = self._dense_prep  # one read: sessions may run this node in several threads
-        if prep is None or prep[0] is not b or prep[1] is not c:
-            prep = self._dense_operands(b, c) or (b, c, None)
-            self._dense_prep = prep
-        if prep[2] is None:
-            return None
-        _, _, n, kk, cflat, max_rows, kernel = prep
-        if a.dtype != _F32 or a.ndim != 2 or a.shape[1] != kk or a.shape[0] > max_rows or not a.flags.c_contiguous:
-            return None
-        y = np.empty((a.shape[0], n), dtype=_F32)
-        kernel(a, b, cflat, relu, self._dense_trans_b, y)
-        return y
 
     def _run(self, a, b, c=None, attributes=None, verbose=0, fLOG=None):
-        if a.shape[0] <= DENSE_MAX_ROWS and (y := self.dense(a, b, c)) is not None:
-            return (y,)
         if self._plain and a.dtype in _BLAS and a.ndim == 2 and b.ndim == 2 and b.dtype == a.dtype:
             at = a.T if self.transA else a
             bt = b.T if self.transB else b
