@@ -11,3 +11,15 @@ import os
 # tests/engine/test_jit.py checks the default mode in a fresh process. Set before onnxrt is
 # imported (the setting is read once); an ONNXRT_JIT given by the caller is kept.
 os.environ.setdefault("ONNXRT_JIT", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``stress`` run only when asked for (``pytest -m stress``)."""
+    import pytest
+
+    if "stress" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="a long stress run: select it with -m stress")
+    for item in items:
+        if "stress" in item.keywords:
+            item.add_marker(skip)
