@@ -226,7 +226,8 @@ def test_attention_compiled_items_match_the_numpy_path(case, monkeypatch):
     """float32 Attention runs the compiled loop (BLAS products per item around a softmax in
     cache); the numpy path (compiled kernels off) is the reference, with NaN and fully
     masked rows, float and boolean masks broadcast along batch, heads or rows."""
-    from onnxrt import native as _jit; from onnxrt.ops_cpu import op_attention
+    from onnxrt import native as _jit
+    from onnxrt.fastpaths import attention as fast_attention
 
     b, hq, hkv, sq, sk, d, dv, three_d, mask_shape, attrs = case
     rng = np.random.default_rng(sk)
@@ -247,12 +248,12 @@ def test_attention_compiled_items_match_the_numpy_path(case, monkeypatch):
         attrs = {**attrs, "q_num_heads": hq, "kv_num_heads": hkv}
     saved = [a.copy() for a in (Q, K, V)]
     calls = []
-    real = op_attention._attention_compiled
-    monkeypatch.setattr(op_attention, "_attention_compiled", lambda *a: calls.append(1) or real(*a))
-    Y, present_k, present_v, _ = attention(Q, K, V, mask, want_qk=False, **attrs)
+    assert _jit.kernels() is not None
+    # the compiled items of the fast path (onnxrt.fastpaths.attention) against the reference kernel
+    items = lambda *a: calls.append(1) or fast_attention._items(*a)  # noqa: E731
+    Y, present_k, present_v, _ = attention(Q, K, V, mask, want_qk=False, items=items, **attrs)
     assert calls, "the compiled path did not run"
-    with _jit.disabled():
-        ref, ref_k, ref_v, _ = attention(Q, K, V, mask, want_qk=False, **attrs)
+    ref, ref_k, ref_v, _ = attention(Q, K, V, mask, want_qk=False, **attrs)
     assert Y.dtype == np.float32 and Y.shape == ref.shape
     np.testing.assert_allclose(Y, ref, rtol=2e-5, atol=2e-6)
     assert np.array_equal(np.isnan(Y), np.isnan(ref)) and np.isnan(Y).any()
@@ -266,14 +267,23 @@ def test_attention_compiled_items_match_the_numpy_path(case, monkeypatch):
 
 
 def test_attention_without_an_ilp64_openblas_keeps_the_numpy_path(monkeypatch):
-    from onnxrt.ops_cpu import op_attention
+    import onnxrt
+    from onnx import TensorProto, helper
+
+    from onnxrt.fastpaths import attention as fast_attention
 
     rng = np.random.default_rng(3)
     Q, K, V = (rng.standard_normal((1, 2, 4, 8)).astype(np.float32) for _ in range(3))
     expected = attention(Q, K, V, want_qk=False)[0]
-    monkeypatch.setattr(op_attention, "blas_sgemm_address", lambda: None)
-    monkeypatch.setattr(op_attention, "_attention_compiled", lambda *a: pytest.fail("compiled path without BLAS"))
-    Y = attention(Q, K, V, want_qk=False)[0]
+    monkeypatch.setattr(fast_attention, "blas_sgemm_address", lambda: None)
+    monkeypatch.setattr(fast_attention, "_attention_compiled", lambda *a: pytest.fail("compiled path without BLAS"))
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 8]) for n in "qkv"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]))
+    sess.run({"q": Q, "k": K, "v": V})
+    Y = sess.run({"q": Q, "k": K, "v": V})["y"]
+    assert {r["path"] for r in sess.fast_paths()} <= {"compiled softmax rows", "reference"}
     np.testing.assert_allclose(Y, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(Y, plain_attention(Q, K, V), rtol=1e-5, atol=1e-6)
 

@@ -8,15 +8,10 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..native.blas import blas_sgemm_address
-from ..parallel import KERNEL_THREADS, MIN_PARALLEL_WORK, matmul, parallel_for, scratch
+from ..parallel import matmul
 from ..registry import register
-from .. import native as _jit
 from ._nn_math import compute_dtype
 from ._op import OpRun
-
-#: score-matrix elements per item of the compiled path (256 KiB of float32: half an L2)
-ITEM_SCORES = 1 << 16
 
 _LOW_PRECISION = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
 
@@ -97,59 +92,6 @@ def _with_structure(bias, nonpad_kv_seqlen, is_causal, left, right, batch, sq, t
     return structural if bias is None else bias + structural
 
 
-def _flat(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A 1-D view of the memory of ``a`` (4-D, C-contiguous or, as 3-D inputs split into
-    heads are, with axes 1 and 2 swapped) from its first element, and its element strides
-    (batch, head, row) by which compiled loops address it; a copy for any other layout."""
-    if not a.flags.c_contiguous and not a.transpose(0, 2, 1, 3).flags.c_contiguous:
-        a = np.ascontiguousarray(a)
-    flat = a.reshape(-1) if a.flags.c_contiguous else a.transpose(0, 2, 1, 3).reshape(-1)
-    return flat, np.array(a.strides[:3], np.int64) // a.itemsize
-
-
-def _attention_compiled(k, sgemm: int, Q, K, V, bias, scale: float, group: int, three_d: bool) -> np.ndarray:
-    """Y of a float32 Attention through the compiled loop ``attention_items``: items (batch,
-    query head, block of query rows) shared by the pool's threads without the GIL, each
-    two single-threaded BLAS products around a softmax whose scores stay in cache
-    (``ITEM_SCORES`` per block). 8 heads of 128 x 64 ran 2.2x onnxruntime's time as
-    batched numpy products around a whole-tensor softmax."""
-    batch, hq, sq, head = Q.shape
-    total, dv = K.shape[2], V.shape[3]
-    if three_d:  # Y is (batch, seq, heads * size): write it in that layout through a transposed view
-        out = np.empty((batch, sq, hq, dv), np.float32)
-        Y4 = out.transpose(0, 2, 1, 3)
-    else:
-        out = Y4 = np.empty((batch, hq, sq, dv), np.float32)
-    qf, qs = _flat(Q)
-    kf, ks = _flat(K)
-    vf, vs = _flat(V)
-    yf, ys = _flat(Y4)
-    if bias is None:
-        bf, bs = np.empty(0, np.float32), np.zeros(3, np.int64)
-    else:
-        # the mask's own elements, with stride 0 along the axes it broadcasts
-        bc = np.ascontiguousarray(bias, np.float32)
-        if bc.shape[-1] != total:
-            bc = np.ascontiguousarray(np.broadcast_to(bc, bc.shape[:-1] + (total,)))
-        bf = bc.reshape(-1)
-        bs = np.array([st // 4 if n > 1 else 0 for n, st in zip(bc.shape[:3], bc.strides[:3])], np.int64)
-    block = max(1, min(sq, ITEM_SCORES // total))
-    items = batch * hq * -(-sq // block)
-    shape = np.array([batch, hq, sq, total, head, dv, group], np.int64)
-    counter = np.zeros(1, np.int64)
-
-    def work(lo: int, hi: int) -> None:
-        scores = scratch("attention_scores", (block * total,), np.float32)
-        sums = scratch("attention_sums", (block,), np.float32)
-        k.attention_items(qf, kf, vf, yf, bf, qs, ks, vs, ys, bs, shape, block, scale, counter, sgemm, scores, sums)
-
-    macs = batch * hq * sq * total * (head + dv)
-    threads = min(KERNEL_THREADS, items) if macs >= 8 * MIN_PARALLEL_WORK else 1
-    # one part per thread: each takes items until the counter runs out; BLAS single-threaded inside
-    parallel_for(threads, work, work_per_item=MIN_PARALLEL_WORK)
-    return out.reshape(batch, sq, hq * dv) if three_d else out
-
-
 def attention(
     Q: np.ndarray,
     K: np.ndarray,
@@ -170,6 +112,8 @@ def attention(
     right_window_size: int = -1,
     want_qk: bool = True,
     want_present: bool = True,
+    items=None,
+    exp_rows=None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """``softmax(scale Q K^T (softcapped) + bias) V``; returns ``(Y, present_key, present_value, qk_matmul_output)``.
 
@@ -185,6 +129,12 @@ def attention(
     of the function body in float32 and round its result to the input type; the softmax runs
     in ``softmax_precision`` (default: the input type). ``want_qk``/``want_present`` false
     return None for the optional outputs (the node does not name them).
+
+    This is the reference kernel. Its fast paths (onnxrt.fastpaths.attention) pass compiled
+    replacements of two of its steps: ``items(Q, K, V, bias, scale, group, three_d) -> Y``
+    computes Y whole (float32 inputs, no softcap, no qk output, float32 softmax: the caller
+    checks); ``exp_rows(rows, maxima, sums)`` computes exp(rows - max) in place and the row
+    sums of a float32 softmax.
     """
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
     if Q.ndim not in (3, 4) or K.ndim != Q.ndim or V.ndim != Q.ndim:
@@ -249,12 +199,8 @@ def attention(
     bias = _with_structure(bias, nonpad_kv_seqlen, is_causal, left_window_size, right_window_size,
                            batch, sq, total, past if past_key is not None else None, dt)
     precision = _SOFTMAX_PRECISION[softmax_precision] if softmax_precision is not None else out_dtype
-    if (
-        dt == np.float32 and low is None and precision == np.float32 and not (softcap and softcap > 0)
-        and not want_qk and Q.dtype == K.dtype == V.dtype == np.float32 and min(sq, total, head, V.shape[3]) > 0
-        and (k := _jit.kernels()) is not None and (sgemm := blas_sgemm_address()) is not None
-    ):
-        Y = _attention_compiled(k, sgemm, Q, K, V, bias, float(scale), group, three_d)
+    if items is not None and min(sq, total, head, V.shape[3]) > 0:
+        Y = items(Q, K, V, bias, float(scale), group, three_d)
         if not want_present:
             return Y, None, None, None
         if past_key is None:  # K and V are (views of) the inputs: present copies, never the caller's arrays
@@ -303,12 +249,11 @@ def attention(
         m = np.max(work, axis=-1, keepdims=True, initial=-np.inf)
         # a row of -inf (or without keys) has max -inf: shift it by 0 so that exp gives 0 instead of nan
         np.copyto(m, wdt.type(0), where=np.isneginf(m))
-        k = _jit.kernels() if wdt == np.float32 and not narrow and work.size >= 4096 and work.flags.c_contiguous else None
-        if k is not None:
-            # exp(x - max) and the row sums in one compiled pass per row
+        if exp_rows is not None and wdt == np.float32 and not narrow and work.size >= 4096 and work.flags.c_contiguous:
+            # exp(x - max) and the row sums in one pass per row
             rows = work.reshape(-1, work.shape[-1])
             denom = np.empty(m.shape, wdt)
-            k.exp_shift_rows(rows, m.reshape(-1), denom.reshape(-1))
+            exp_rows(rows, m.reshape(-1), denom.reshape(-1))
         else:
             step(np.subtract(work, m, out=work))
             step(np.exp(work, out=work))
