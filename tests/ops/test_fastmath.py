@@ -291,15 +291,17 @@ def test_compiled_sigmoid_flags_its_subnormal_cases(kernel_path):
         _bits_equal(np.delete(got, 777), np.delete(exact, 777))
 
 
-def test_threads_get_their_own_buffers():
+def test_threads_get_their_own_buffers(kernel_path):
     rng = np.random.default_rng(3)
     xs = [(rng.standard_normal(300_000) * (i + 1)).astype(F32) for i in range(4)]
-    expected = [fm.gelu(x) for x in xs]
+    # native.disabled() switches the calling thread only: the new threads are told the path
+    compiled = None if kernel_path == "compiled" else False
+    expected = [fm.gelu(x, compiled=compiled) for x in xs]
     results = [None] * 4
 
     def work(i):
         for _ in range(3):
-            results[i] = fm.gelu(xs[i])
+            results[i] = fm.gelu(xs[i], compiled=compiled)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:

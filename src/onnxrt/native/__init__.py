@@ -13,7 +13,7 @@ from types import ModuleType
 import numpy as np
 
 from .. import parallel  # attributes read at call time: parallel imports .blas, hence this package, first
-from . import blas
+from . import blas, layout
 
 _MODE = os.environ.get("ONNXRT_JIT", "auto").strip().lower()
 #: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
@@ -247,8 +247,9 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
     bias, relu, z = epilogue if epilogue else (_EMPTY, False, _EMPTY)
     # the operand a part repacks in full is the smaller one: split the longer side
     by_rows = m > n
-    args = [a, b, c, m, k, n, a.strides[0] // 4, b.strides[0] // 4, n, sgemm, int(by_rows), bias, bias.size, z, z.size,
-            int(relu)]
+    args = layout.GEMM.pack(a=a, b=b, c=c, m=m, k=k, n=n, lda=a.strides[0] // 4, ldb=b.strides[0] // 4, ldc=n,
+                            sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
+                            relu=int(relu))
     blocks = ((m if by_rows else n) + 15) // 16
     parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
     blas._blas_enter(1)  # one thread per block (already so inside a large run)

@@ -1,4 +1,17 @@
-"""Fast float32 kernels in numpy only: erf, Gelu, the ELUs (expm1), sigmoid, softplus (log1p), float32 <-> float16 casts."""
+"""Fast float32 kernels: erf, Gelu, the ELUs (expm1), sigmoid, softplus (log1p), float32 <-> float16 casts.
+
+Each public function computes its function within the accuracy its docstring states, by
+minimax polynomials in numpy passes or, when the compiled kernels are available, by their
+numba twins in :mod:`onnxrt.native.loops` (one fused pass per element, on the team of
+GIL-free threads for large inputs). ``compiled=False`` keeps a call on the numpy passes;
+the default (None) takes the twins whenever :func:`onnxrt.native.kernels` offers them.
+
+These are fast paths, not the operators' semantics: the reference kernels (family_unary,
+family_activation) evaluate the spec's formulas with numpy and scipy, and the paths of
+onnxrt/fastpaths/elementwise.py call these functions (numpy passes: ``native=False``
+paths; the twins: ``native=True`` ones). Other kernels (Cast, BatchNormalization, the
+convolutions' epilogues) call them directly.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +25,7 @@ from . import _special
 
 from ..parallel import parallel_for
 from .. import native as _jit
+from ..native.layout import ELEMENTWISE
 
 # How these kernels are fast without a compiled extension
 # -------------------------------------------------------
@@ -159,7 +173,7 @@ def _chunked(
             jit(flat, oflat)
         elif not (
             team_kind is not None and n >= 2 * JIT_PART and flat.dtype == oflat.dtype == _F32
-            and _jit.team_split("elementwise_part", [team_kind, flat, oflat, n], n)
+            and _jit.team_split("elementwise_part", ELEMENTWISE.pack(kind=team_kind, x=flat, y=oflat, n=n), n)
         ):
             _jit.split(n, lambda lo, hi: jit(flat[lo:hi], oflat[lo:hi]), JIT_PART)
         return out
@@ -187,9 +201,14 @@ def _chunked(
     return out
 
 
-def _compiled(name: str, *args: Any) -> Callable[[np.ndarray, np.ndarray], object] | None:
-    """The numba loop ``name`` of native.loops bound to ``args`` (after x and out), or None without numba."""
-    k = _jit.kernels()
+def _loops(compiled: bool | None) -> Any:
+    """native.loops when a call may take the compiled twins (``compiled`` None: whenever
+    :func:`onnxrt.native.kernels` offers them; False: never), else None."""
+    return None if compiled is False else _jit.kernels()
+
+
+def _compiled(k: Any, name: str, *args: Any) -> Callable[[np.ndarray, np.ndarray], object] | None:
+    """The numba loop ``name`` of native.loops ``k`` bound to ``args`` (after x and out), or None without it."""
     if k is None:
         return None
     fn = getattr(k, name)
@@ -226,7 +245,7 @@ def _erf_chunk(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np
     np.bitwise_or(y.view(np.uint32), ai, out=y.view(np.uint32))
 
 
-def erf(x: np.ndarray) -> np.ndarray:
+def erf(x: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """erf of a float32 array, within 1 ulp of the correctly rounded value (float32 in, float32 out).
 
     |x| <= 1: x + x Q(x^2) with Q of degree 6; 1 < |x| <= 3.925: 1 - exp(P(|x| - 1)) with P
@@ -235,7 +254,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     (clipped into their domains) and merge exactly. erf(+-0) = +-0, erf(+-inf) = +-1,
     NaN stays NaN.
     """
-    return _chunked(_erf_chunk, x, 3, jit=_compiled("erf"), team_kind=_TEAM_ERF)
+    return _chunked(_erf_chunk, x, 3, jit=_compiled(_loops(compiled), "erf"), team_kind=_TEAM_ERF)
 
 
 def _erf_at_split() -> np.float32:
@@ -288,7 +307,7 @@ def _gelu_chunk(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: n
         y[big] = _gelu_far(x[big])
 
 
-def gelu(x: np.ndarray) -> np.ndarray:
+def gelu(x: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """Gelu (approximate='none') of a float32 array: 0.5 x (1 + erf(x / sqrt 2)).
 
     |x| <= 1: x (0.5 + x q(x^2)) with q of degree 4. |x| > 1: relu(x) - |x| h(|x|) with the
@@ -302,7 +321,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
     formula is 100 ulp off at -2.5 and has no correct digit below -4. gelu(+inf) = inf,
     gelu(-inf) = NaN and gelu(-0) = -0, as the formula gives.
     """
-    k = _jit.kernels()
+    k = _loops(compiled)
     return _chunked(_gelu_chunk, x, 4, jit=None if k is None else _gelu_compiled(k))
 
 
@@ -389,20 +408,21 @@ def _elu_chunk(x: np.ndarray, y: np.ndarray, t: np.ndarray, r: np.ndarray, z: np
     np.add(z, y, out=y)
 
 
-def elu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+def elu(x: np.ndarray, alpha: float = 1.0, *, compiled: bool | None = None) -> np.ndarray:
     """Elu of a float32 array: x for x > 0, alpha (exp(x) - 1) otherwise, from :func:`expm1_neg` (1-2 ulp)."""
-    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, None, jit=_compiled("elu", _f32(alpha), _ONE, _ONE))
+    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, None, jit=_compiled(_loops(compiled), "elu", _f32(alpha), _ONE, _ONE))
 
 
-def selu(x: np.ndarray, alpha: float = 1.67326319217681884765625, gamma: float = 1.05070102214813232421875) -> np.ndarray:
+def selu(x: np.ndarray, alpha: float = 1.67326319217681884765625, gamma: float = 1.05070102214813232421875, *,
+         compiled: bool | None = None) -> np.ndarray:
     """Selu of a float32 array: gamma x for x > 0, (gamma alpha) (exp(x) - 1) otherwise (gamma alpha rounded once)."""
     ag, g = _f32(_f32(alpha) * _f32(gamma)), _f32(gamma)
-    return _chunked(_elu_chunk, x, 3, ag, g, None, jit=_compiled("elu", ag, g, _ONE))
+    return _chunked(_elu_chunk, x, 3, ag, g, None, jit=_compiled(_loops(compiled), "elu", ag, g, _ONE))
 
 
-def celu(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+def celu(x: np.ndarray, alpha: float = 1.0, *, compiled: bool | None = None) -> np.ndarray:
     """Celu of a float32 array for alpha > 0: max(0, x) + alpha (exp(min(x, 0) / alpha) - 1)."""
-    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, _f32(alpha), jit=_compiled("elu", _f32(alpha), _ONE, _f32(alpha)))
+    return _chunked(_elu_chunk, x, 3, _f32(alpha), None, _f32(alpha), jit=_compiled(_loops(compiled), "elu", _f32(alpha), _ONE, _f32(alpha)))
 
 
 # -- sigmoid and softplus --------------------------------------------------------------------------
@@ -420,7 +440,7 @@ def _sigmoid_chunk(x: np.ndarray, y: np.ndarray, e: np.ndarray) -> None:
         y[np.isinf(e)] = _f32(1.0)
 
 
-def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def sigmoid(x: np.ndarray, out: np.ndarray | None = None, *, compiled: bool | None = None) -> np.ndarray:
     """Sigmoid of a float32 array as exp(x) / (1 + exp(x)) (1.0 where exp(x) overflows).
 
     One np.exp, one add, one divide: the error is np.exp's (numpy's vectorised float32 exp
@@ -428,7 +448,7 @@ def sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     down to the subnormals keep their accuracy (sigmoid(-100) = 3.7e-44, not 0).
     ``out`` may be ``x`` itself (a C-contiguous float32 array) for an in-place sigmoid.
     """
-    k = _jit.kernels()
+    k = _loops(compiled)
     jit = None
     if k is not None:
         if out is not None and np.shares_memory(out, x):
@@ -469,13 +489,13 @@ def _log1p_01(t: np.ndarray, y: np.ndarray, w: np.ndarray, w2: np.ndarray) -> No
     np.subtract(t, y, out=y)
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
+def softplus(x: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """Softplus of a float32 array: max(x, 0) + log1p(exp(-|x|)), log1p by the atanh series (1 ulp).
 
     Within 3 ulp: no overflow for large x, softplus(x) ~ exp(x) to np.exp's accuracy (2 ulp) for very
     negative x, softplus(+inf) = inf, softplus(-inf) = 0.
     """
-    return _chunked(_softplus_chunk, x, 3, jit=_compiled("softplus"))
+    return _chunked(_softplus_chunk, x, 3, jit=_compiled(_loops(compiled), "softplus"))
 
 
 # -- float32 <-> float16 ----------------------------------------------------------------------------
@@ -514,13 +534,13 @@ def _to_f16_chunk(x: np.ndarray, h: np.ndarray, a: np.ndarray, b: np.ndarray, c:
         h[idx] = ((bits >> 16) & 0x8000) | 0x7C00 | payload
 
 
-def f32_to_f16(x: np.ndarray) -> np.ndarray:
+def f32_to_f16(x: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """float32 -> float16 by integer arithmetic on the bits, bit-exact with numpy's astype.
 
     Round to nearest even, overflow to +-inf from 65520 on, subnormal halves and signed
     zeros exact, NaN payloads truncated to 10 bits as numpy does (kept NaN).
     """
-    k = _jit.kernels()
+    k = _loops(compiled)
     jit = None if k is None else k.f32_to_f16
     out = _chunked(_to_f16_chunk, x, 3, out_dtype=np.dtype(np.uint16), buf_dtype=np.dtype(np.uint32), jit=jit, jit_split=False)
     return out.view(_F16)
@@ -543,45 +563,8 @@ def _from_f16_chunk(h: np.ndarray, y: np.ndarray, u: np.ndarray) -> None:
         y.view(np.uint32)[idx] = ((bits & 0x8000) << 16) | 0x7F800000 | ((bits & 0x03FF) << 13)
 
 
-def f16_to_f32(x: np.ndarray) -> np.ndarray:
+def f16_to_f32(x: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """float16 -> float32 (exact) by a shift, a mask and one multiplication by 2**112; bit-exact with numpy."""
-    k = _jit.kernels()
+    k = _loops(compiled)
     jit = None if k is None else (lambda h, y: k.f16_to_f32(h, y.view(_U32)))
     return _chunked(_from_f16_chunk, x.view(np.uint16), 1, buf_dtype=np.dtype(np.uint32), jit=jit, jit_split=False)
-
-
-# -- dispatch -------------------------------------------------------------------------------------
-
-
-def float_kernel(fast: Callable[..., np.ndarray | None], slow: Callable[..., np.ndarray], min_size: int = MIN_SIZE) -> Callable[..., np.ndarray]:
-    """A table kernel: ``fast`` for float32 inputs of at least ``min_size`` elements (JIT_MIN_SIZE
-    when the compiled loops are available; float16 and bfloat16 through float32, with the
-    fast casts for float16), ``slow`` otherwise.
-
-    ``fast(x32, **attributes)`` may return None to decline (an attribute value it does not
-    cover); ``slow(x, **attributes)`` handles every type. Both compute the same function
-    within the kernels' stated accuracy, so results do not depend on the size beyond that.
-    """
-
-    def kernel(x: np.ndarray, **kw: Any) -> np.ndarray:
-        if x.size >= min_size or (x.size >= JIT_MIN_SIZE and _jit.kernels() is not None):
-            dt = x.dtype
-            if dt == _F32:
-                y = fast(x, **kw)
-            elif dt == _F16:
-                y = fast(f16_to_f32(x), **kw)
-                if y is not None:
-                    return f32_to_f16(y)
-            elif dt == _BF16:
-                y = fast(x.astype(_F32), **kw)
-                if y is not None:
-                    return y.astype(_BF16)
-            else:
-                y = None
-            if y is not None:
-                return y
-        return slow(x, **kw)
-
-    kernel.__name__ = getattr(slow, "__name__", "kernel")
-    kernel.__doc__ = slow.__doc__
-    return kernel

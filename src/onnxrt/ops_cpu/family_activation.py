@@ -8,16 +8,17 @@ import numpy as np
 from . import _special
 
 from ..errors import InvalidAttributeError, KernelError
-from . import _fastmath as fm
 from ._family import Spec, build_family, compute_in_float
 from .family_unary import _sigmoid
 
 # Every kernel is written for float32/float64 and wrapped by ``compute_in_float``: float16
 # and bfloat16 are computed in float32 and rounded once (as onnxruntime does), integer
-# inputs (Shrink) in float64 and truncated toward zero. The exponential ones (Elu, Selu,
-# Celu, Softplus, Gelu, Mish, Swish) run _fastmath's chunked float32 kernels from
-# fm.MIN_SIZE elements on (float16 and bfloat16 through float32): numpy's expm1, log1p,
-# logaddexp and scipy's erf are scalar loops, 10 to 30 times slower.
+# inputs (Shrink) in float64 and truncated toward zero. These are the reference kernels:
+# the spec's formulas, with numpy's expm1, logaddexp and scipy's erfc where the literal
+# formula would cancel or overflow. The exponential ones (Elu, Selu, Celu, Softplus, Gelu,
+# Mish, Swish) have fast paths in onnxrt/fastpaths/elementwise.py: _fastmath's chunked
+# float32 kernels (numpy's expm1, log1p, logaddexp and scipy's erf are scalar loops, 10 to
+# 30 times slower), compiled or as numpy polynomials, and float16 through the fast casts.
 
 
 @compute_in_float
@@ -100,7 +101,7 @@ def _gelu_plain(x: np.ndarray, approximate: str = "none") -> np.ndarray:
 
     Both are evaluated without the cancellation of 1 + erf or 1 + tanh for negative x:
     0.5 x erfc(-x / sqrt 2), and x / (1 + exp(-2u)) (the same function: one np.exp and
-    no tanh, 1.6x faster). fm.gelu computes the first for large float32 inputs.
+    no tanh, 1.6x faster). _fastmath.gelu computes the first for large float32 inputs (a fast path).
     """
     dt = x.dtype.type
     with np.errstate(over="ignore", invalid="ignore"):
@@ -120,10 +121,6 @@ def _gelu_plain(x: np.ndarray, approximate: str = "none") -> np.ndarray:
 
 
 _gelu = compute_in_float(_gelu_plain)
-
-
-def _gelu_fast(x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    return _gelu_plain(x, approximate) if approximate == "tanh" else fm.gelu(x)
 
 
 def _gelu_attributes(op, kw):
@@ -167,23 +164,6 @@ def _swish_plain(x: np.ndarray, alpha: float = 1.0) -> np.ndarray:
 _swish = compute_in_float(_swish_plain)
 
 
-def _finite(*values: float) -> bool:
-    return all(math.isfinite(v) for v in values)
-
-
-def _elu_fast(x: np.ndarray, alpha: float = 1.0) -> np.ndarray | None:
-    return fm.elu(x, alpha) if _finite(alpha) else None
-
-
-def _selu_fast(x: np.ndarray, alpha: float = 1.67326319217681884765625, gamma: float = 1.05070102214813232421875) -> np.ndarray | None:
-    return fm.selu(x, alpha, gamma) if _finite(alpha, gamma) else None
-
-
-def _celu_fast(x: np.ndarray, alpha: float = 1.0) -> np.ndarray | None:
-    # the clip to x / alpha <= 0 holds for alpha > 0 only; other values take the plain formula
-    return fm.celu(x, alpha) if _finite(alpha) and alpha > 0 else None
-
-
 @compute_in_float
 def _shrink(x: np.ndarray, bias: float = 0.0, lambd: float = 0.5) -> np.ndarray:
     # integer inputs are computed in float64 and truncated: onnxruntime gives
@@ -195,18 +175,17 @@ def _shrink(x: np.ndarray, bias: float = 0.0, lambd: float = 0.5) -> np.ndarray:
 
 ACTIVATIONS = [
     Spec("LeakyRelu", _leaky_relu, (1, 6, 16), with_attributes=True),
-    Spec("Elu", fm.float_kernel(_elu_fast, _elu), (1, 6, 22), with_attributes=True),
-    Spec("Selu", fm.float_kernel(_selu_fast, _selu), (1, 6, 22), with_attributes=True),
-    Spec("Celu", fm.float_kernel(_celu_fast, _celu), (12, 28), with_attributes=True),
+    Spec("Elu", _elu, (1, 6, 22), with_attributes=True),
+    Spec("Selu", _selu, (1, 6, 22), with_attributes=True),
+    Spec("Celu", _celu, (12, 28), with_attributes=True),
     Spec("HardSigmoid", _hard_sigmoid, (1, 6, 22), with_attributes=True),
     Spec("HardSwish", _hard_swish, (14, 22)),
-    Spec("Softplus", fm.float_kernel(fm.softplus, _softplus), (1, 22)),
+    Spec("Softplus", _softplus, (1, 22)),
     Spec("Softsign", _softsign, (1, 22)),
     Spec("ThresholdedRelu", _thresholded_relu, (10, 22), with_attributes=True),
-    Spec("Gelu", fm.float_kernel(_gelu_fast, _gelu, fm.ERF_MIN_SIZE), (20,), with_attributes=True, prepare=_gelu_attributes),
-    # the plain float32 formulas are the fast ones: only float16 gains (the fast casts)
-    Spec("Mish", fm.float_kernel(_mish_plain, _mish, fm.CAST_MIN_SIZE), (18, 22)),
-    Spec("Swish", fm.float_kernel(_swish_plain, _swish, fm.CAST_MIN_SIZE), (24,), with_attributes=True),
+    Spec("Gelu", _gelu, (20,), with_attributes=True, prepare=_gelu_attributes),
+    Spec("Mish", _mish, (18, 22)),
+    Spec("Swish", _swish, (24,), with_attributes=True),
     Spec("Shrink", _shrink, (9,), with_attributes=True),
 ]
 

@@ -6,7 +6,6 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from .. import native as _jit
 from ._family import Spec, build_family
 
 _F32 = np.dtype(np.float32)
@@ -20,38 +19,15 @@ def _check_no_zero(b: np.ndarray) -> None:
         raise KernelError("integer division by zero: the divisor holds a 0.")
 
 
-#: elements from which a float32 operator with one input broadcast along the leading axes
-#: runs the compiled loop (numpy's broadcast iterator: 1.5x onnxruntime's time at 1e6)
-ROWS_OP_MIN_SIZE = 1 << 14
-
-
-def _rows_op(ufunc: np.ufunc, code: int):
-    """``ufunc(a, b)``; float32 inputs where one is a row that broadcasts along the other's
-    leading axes go through the compiled loop ``rows_op`` (same IEEE results)."""
-
-    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if (
-            type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == _F32 and b.dtype == _F32
-            and a.shape != b.shape and max(a.size, b.size) >= ROWS_OP_MIN_SIZE
-        ):
-            full, row = (a, b) if a.size >= b.size else (b, a)
-            n = full.shape[-1] if full.ndim else 0
-            # the row: n values along the last axis, 1 along every other
-            if n > 1 and row.size == n and row.shape[-1] == n and full.flags.c_contiguous and row.flags.c_contiguous:
-                shape = np.broadcast_shapes(a.shape, b.shape)
-                if (k := _jit.kernels()) is not None:
-                    y = np.empty(shape, _F32)
-                    k.rows_op(full.reshape(-1, n), row.reshape(n), y.reshape(-1, n), code, row is a)
-                    return y
-        return ufunc(a, b)
-
-    return run
+# The rows are the reference kernels (numpy's ufuncs with the spec's integer rules). Add,
+# Sub, Mul and Div of float32 inputs where one is a row broadcast along the other's leading
+# axes have a fast path (onnxrt/fastpaths/elementwise.py: a compiled loop, same IEEE results).
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Float division; integer division truncates toward zero (spec of Div 14, C semantics)."""
     if a.dtype.kind not in "iu":
-        return _divide_rows(a, b)
+        return np.divide(a, b)
     _check_no_zero(b)
     if a.dtype.kind == "u":
         return np.floor_divide(a, b)
@@ -59,9 +35,6 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # floor and truncation differ by one when the division is inexact and the signs differ
     q += (r != 0) & ((a < 0) != (b < 0))
     return q
-
-
-_divide_rows = _rows_op(np.divide, 3)
 
 
 def _mod(a: np.ndarray, b: np.ndarray, fmod: int = 0, floats_floor: bool = True) -> np.ndarray:
@@ -133,9 +106,9 @@ def _bitshift_attributes(op, kw):
 
 
 BINARY = [
-    Spec("Add", _rows_op(np.add, 0), (1, 6, 7, 13, 14)),
-    Spec("Sub", _rows_op(np.subtract, 1), (1, 6, 7, 13, 14)),
-    Spec("Mul", _rows_op(np.multiply, 2), (1, 6, 7, 13, 14)),
+    Spec("Add", np.add, (1, 6, 7, 13, 14)),
+    Spec("Sub", np.subtract, (1, 6, 7, 13, 14)),
+    Spec("Mul", np.multiply, (1, 6, 7, 13, 14)),
     Spec("Div", _div, (1, 6, 7, 13, 14)),
     Spec("Pow", _pow, (1, 7, 12, 13, 15)),
     Spec("Mod", _mod, (10, 13, 28), with_attributes=True, prepare=_mod_attributes),

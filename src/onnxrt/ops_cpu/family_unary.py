@@ -5,50 +5,17 @@ from __future__ import annotations
 import numpy as np
 from . import _special
 
-from ..parallel import parallel_for
-from . import _fastmath as fm
-from .. import native as _jit
 from ._family import Spec, build_family, compute_in_float
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _INF32 = np.float32(np.inf)
 
-# Exp, Log and Tanh stay numpy's ufuncs: numpy vectorises float32 exp, log and tanh for
-# AVX2 itself (np.exp costs about 10 multiplications per element); a range reduction and
-# polynomial in numpy passes does not beat it. The transcendental ufuncs split large
-# inputs over the kernel pool (_on_pool). Erf takes _fastmath's kernel for float32
-# (float16 and bfloat16 through float32) from fm.ERF_MIN_SIZE elements on.
-
-
-#: elements per chunk of a transcendental ufunc split over the kernel pool
-_CHUNK = 1 << 17
-
-
-def _on_pool(ufunc: np.ufunc):
-    """``ufunc(x)``, large float inputs split in chunks over the kernel thread pool.
-
-    For the transcendental ufuncs, which are compute-bound (np.exp: 1.7 ms per 1e6 float32
-    on one core, 0.87 ms on two); memory-bound ones (Add, Abs...) gain nothing from a
-    second thread here and stay plain calls. Results are those of the one call: every
-    element is computed by the same loop.
-    """
-
-    def run(x: np.ndarray) -> np.ndarray:
-        if x.size < 2 * _CHUNK or x.dtype.kind != "f" or not x.flags.c_contiguous:
-            return ufunc(x)
-        out = np.empty_like(x)
-        src, dst = x.reshape(-1), out.reshape(-1)
-
-        def chunks(lo: int, hi: int) -> None:
-            with np.errstate(all="ignore"):  # numpy's error state is per thread
-                ufunc(src[lo * _CHUNK:hi * _CHUNK], out=dst[lo * _CHUNK:hi * _CHUNK])
-
-        parallel_for(-(-x.size // _CHUNK), chunks, work_per_item=_CHUNK * 10)
-        return out
-
-    run.__name__ = ufunc.__name__
-    return run
+# Each row is the operator's reference kernel: the spec's formula in numpy (scipy for
+# Erf), calling nothing compiled. The faster variants are declared fast paths in
+# onnxrt/fastpaths/elementwise.py: the compiled Relu loop, the chunked float32 kernels of
+# _fastmath for Erf and Sigmoid (compiled twins, or their numpy polynomials), and the
+# transcendental ufuncs split over the kernel pool for large inputs.
 
 
 #: numpy's clip ufunc itself: np.clip's Python wrapper costs ~3 us a call (a third of a
@@ -57,18 +24,8 @@ _CLIP = getattr(getattr(np, "_core", getattr(np, "core", None)).umath, "clip", n
 _ZERO32 = np.float32(0)
 
 
-#: float32 elements from which Relu runs the compiled loop
-RELU_JIT_SIZE = 1 << 14
-
-
 def _relu(x: np.ndarray) -> np.ndarray:
     if x.dtype == _F32:
-        if x.size >= RELU_JIT_SIZE and (k := _jit.kernels()) is not None:
-            # the compiled loop: 1.4x faster than np.clip at 1e6 elements
-            x = np.ascontiguousarray(x)
-            y = np.empty(x.shape, _F32)
-            k.relu(x.reshape(-1), y.reshape(-1))
-            return y
         # clip has a vectorised float32 loop, 3x faster than np.maximum (which checks for
         # NaN per element); it keeps -0 and NaN as they are, as onnxruntime's Relu does
         return _CLIP(x, _ZERO32, _INF32)
@@ -76,7 +33,8 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """exp(x) / (1 + exp(x)) (1 where exp(x) overflows), the formula of fm.sigmoid on whole arrays.
+    """Sigmoid's reference: 1 / (1 + exp(-x)) evaluated stably as exp(x) / (1 + exp(x)) (1
+    where exp(x) overflows), the formula _fastmath.sigmoid runs by chunks.
 
     exp(x) never overflows where the result is small, so results down to the subnormals
     keep their accuracy (1 / (1 + exp(-x)) would give 0 below x = -88.7 in float32).
@@ -113,8 +71,8 @@ def _is_inf_attributes(op, kw):
 UNARY = [
     Spec("Abs", np.abs, (1, 6, 13)),
     Spec("Neg", np.negative, (1, 6, 13)),
-    Spec("Exp", _on_pool(np.exp), (1, 6, 13)),
-    Spec("Log", _on_pool(np.log), (1, 6, 13)),
+    Spec("Exp", np.exp, (1, 6, 13)),
+    Spec("Log", np.log, (1, 6, 13)),
     Spec("Sqrt", np.sqrt, (1, 6, 13)),
     Spec("Reciprocal", np.reciprocal, (1, 6, 13)),
     Spec("Ceil", np.ceil, (1, 6, 13)),
@@ -122,28 +80,27 @@ UNARY = [
     # halves go to the nearest even integer, as the spec says (np.rint)
     Spec("Round", np.rint, (11, 22)),
     Spec("Sign", np.sign, (9, 13)),
-    Spec("Sin", _on_pool(np.sin), (7, 22)),
-    Spec("Cos", _on_pool(np.cos), (7, 22)),
-    Spec("Tan", _on_pool(np.tan), (7, 22)),
-    Spec("Asin", _on_pool(np.arcsin), (7, 22)),
-    Spec("Acos", _on_pool(np.arccos), (7, 22)),
-    Spec("Atan", _on_pool(np.arctan), (7, 22)),
-    Spec("Sinh", _on_pool(np.sinh), (9, 22)),
-    Spec("Cosh", _on_pool(np.cosh), (9, 22)),
-    Spec("Tanh", _on_pool(np.tanh), (1, 6, 13)),
-    Spec("Asinh", _on_pool(np.arcsinh), (9, 22)),
-    Spec("Acosh", _on_pool(np.arccosh), (9, 22)),
-    Spec("Atanh", _on_pool(np.arctanh), (9, 22)),
+    Spec("Sin", np.sin, (7, 22)),
+    Spec("Cos", np.cos, (7, 22)),
+    Spec("Tan", np.tan, (7, 22)),
+    Spec("Asin", np.arcsin, (7, 22)),
+    Spec("Acos", np.arccos, (7, 22)),
+    Spec("Atan", np.arctan, (7, 22)),
+    Spec("Sinh", np.sinh, (9, 22)),
+    Spec("Cosh", np.cosh, (9, 22)),
+    Spec("Tanh", np.tanh, (1, 6, 13)),
+    Spec("Asinh", np.arcsinh, (9, 22)),
+    Spec("Acosh", np.arccosh, (9, 22)),
+    Spec("Atanh", np.arctanh, (9, 22)),
     # Erf 9 also allows integer types (T -> T): computed in float64 and truncated
     # toward zero like a C cast (onnxruntime implements no integer Erf to follow)
-    Spec("Erf", fm.float_kernel(fm.erf, compute_in_float(lambda x, *a, **k: _special.erf(x, *a, **k)), fm.ERF_MIN_SIZE), (9, 13)),
+    Spec("Erf", compute_in_float(lambda x, *a, **k: _special.erf(x, *a, **k)), (9, 13)),
     Spec("IsNaN", np.isnan, (9, 13, 20)),
     Spec("IsInf", _is_inf, (10, 20), with_attributes=True, prepare=_is_inf_attributes),
     Spec("Not", np.logical_not, (1,)),
     Spec("BitwiseNot", np.invert, (18,)),
     Spec("Relu", _relu, (1, 6, 13, 14)),
-    # fm.sigmoid is _sigmoid's formula by chunks (no speed gain, bounded scratch memory); float16 gains the fast casts
-    Spec("Sigmoid", fm.float_kernel(fm.sigmoid, _sigmoid, fm.CAST_MIN_SIZE), (1, 6, 13)),
+    Spec("Sigmoid", _sigmoid, (1, 6, 13)),
 ]
 
 build_family(UNARY, "unary", globals())

@@ -1,0 +1,202 @@
+"""Fast paths of the element-wise math (reference kernels: onnxrt.ops_cpu.family_unary,
+family_activation and family_binary's rows).
+
+- ``compiled float32 loop``: Erf, Sigmoid, Elu, Selu, Celu, Softplus and Gelu of float32
+  (float16 through the compiled bit casts, bfloat16 through float32) by _fastmath's numba
+  twins in native.loops: one fused pass per element, on the team for large inputs;
+- ``numpy polynomial``: the same operators by _fastmath's chunked numpy passes (minimax
+  polynomials, np.exp) where the compiled kernels are off: numpy's expm1, log1p,
+  logaddexp and scipy's erf are scalar loops, 10 to 30 times slower;
+- ``float16 compiled casts`` / ``float16 bit casts``: Mish, Swish and Gelu(tanh) of
+  float16, whose float32 formula is the reference's own, through _fastmath's casts;
+- ``compiled float32 loop`` of Relu (1.4x np.clip at 1e6 elements);
+- ``pool chunks``: the transcendental ufuncs (Exp, Log, Tanh, Sin...) of large contiguous
+  float inputs split over the kernel pool (the same loop on every element: the
+  reference's bits);
+- ``compiled row broadcast``: Add, Sub, Mul and Div of float32 operands where one is a row
+  broadcast along the other's leading axes (the same IEEE operations as numpy's).
+
+Why _fastmath's numpy polynomials are a fast path and not the reference: they approximate
+the spec's functions within stated bounds (1 to 4 ulp in float32, see each function's
+docstring and tests/ops/test_fastmath.py), while the reference kernels evaluate the exact
+formulas with numpy and scipy (expm1, logaddexp, erf/erfc) on every dtype. The paths
+apply from the sizes where they win (``fm.MIN_SIZE``..., ``fm.JIT_MIN_SIZE`` for the
+compiled loops): below, a few ufunc calls beat a chunked kernel's 15 to 45. These sizes
+also keep cheap nodes cheap: a small input costs the dispatcher's signature lookup only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .. import native
+from ..dispatch import fast_path
+from ..parallel import parallel_for
+from ..ops_cpu import _fastmath as fm
+from ..ops_cpu.family_activation import _gelu_plain, _mish_plain, _swish_plain
+
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_FLOATS = (_F32, _F16, _BF16)
+_nd = np.ndarray
+
+#: float32 elements from which Relu runs the compiled loop
+RELU_JIT_SIZE = 1 << 14
+#: elements per chunk of a transcendental ufunc split over the kernel pool
+POOL_CHUNK = 1 << 17
+#: elements from which a float32 operator with one input broadcast along the leading axes
+#: runs the compiled loop (numpy's broadcast iterator: 1.5x onnxruntime's time at 1e6)
+ROWS_OP_MIN_SIZE = 1 << 14
+
+
+def _via_float32(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, compiled: bool) -> np.ndarray:
+    """``fn`` (a float32 kernel) on x: float32 as it is, float16 through _fastmath's bit casts
+    (compiled or numpy), bfloat16 through float32 (rounded once, as the reference)."""
+    dt = x.dtype
+    if dt == _F32:
+        return fn(x)
+    if dt == _F16:
+        return fm.f32_to_f16(fn(fm.f16_to_f32(x, compiled=compiled)), compiled=compiled)
+    return fn(x.astype(_F32)).astype(dt)
+
+
+def _sized(dtypes: tuple[np.dtype, ...], size: int, extra: Callable[[Any], bool] | None = None) -> Callable[..., bool]:
+    """``when``: an array of one of ``dtypes`` with at least ``size`` elements (and ``extra(op)``)."""
+    if extra is None:
+        return lambda op, x: type(x) is _nd and x.dtype in dtypes and x.size >= size
+    return lambda op, x: type(x) is _nd and x.dtype in dtypes and x.size >= size and extra(op)
+
+
+def _declare_fastmath(op_type: str, kernel: Callable[..., np.ndarray], min_size: int,
+                      extra: Callable[[Any], bool] | None = None, dtypes: tuple[np.dtype, ...] = _FLOATS,
+                      names: tuple[str, str] = ("compiled float32 loop", "numpy polynomial")) -> None:
+    """Declare ``op_type``'s two paths around ``kernel(op, x32, compiled) -> y32``: the compiled
+    one from fm.JIT_MIN_SIZE elements on, the numpy one from ``min_size`` on."""
+
+    def compiled_path(op: Any, x: np.ndarray) -> Callable[[np.ndarray], tuple] | None:
+        if native.kernels() is None:  # numba missing or failed to load
+            return None
+        return lambda x: (_via_float32(lambda v: kernel(op, v, True), x, True),)
+
+    def numpy_path(op: Any, x: np.ndarray) -> Callable[[np.ndarray], tuple]:
+        return lambda x: (_via_float32(lambda v: kernel(op, v, False), x, False),)
+
+    compiled_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by the compiled twin of "
+                             f"_fastmath's kernel, from {fm.JIT_MIN_SIZE} elements on.")
+    numpy_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by _fastmath's numpy "
+                          f"passes, from {min_size} elements on, while compiled kernels are off.")
+    fast_path(op_type, names[0], when=_sized(dtypes, fm.JIT_MIN_SIZE, extra), native=True, prepared=True)(compiled_path)
+    fast_path(op_type, names[1], when=_sized(dtypes, min_size, extra), native=False, prepared=True)(numpy_path)
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def _alpha(op: Any, default: float = 1.0) -> float:
+    return op._kw.get("alpha", default)
+
+
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+_declare_fastmath("Erf", lambda op, x, c: fm.erf(x, compiled=c), fm.ERF_MIN_SIZE)
+# fm.sigmoid is the reference's formula by chunks (no speed gain in numpy, bounded scratch
+# memory); float16 gains the fast casts, float32 the compiled loop
+_declare_fastmath("Sigmoid", lambda op, x, c: fm.sigmoid(x, compiled=c), fm.CAST_MIN_SIZE)
+_declare_fastmath("Elu", lambda op, x, c: fm.elu(x, _alpha(op), compiled=c), fm.MIN_SIZE,
+                  lambda op: _finite(_alpha(op)))
+_declare_fastmath("Selu", lambda op, x, c: fm.selu(x, _alpha(op, _SELU_ALPHA), op._kw.get("gamma", _SELU_GAMMA),
+                                                   compiled=c), fm.MIN_SIZE,
+                  lambda op: _finite(_alpha(op, _SELU_ALPHA), op._kw.get("gamma", _SELU_GAMMA)))
+# fm.celu's clip to x / alpha <= 0 holds for alpha > 0 only: other values take the reference
+_declare_fastmath("Celu", lambda op, x, c: fm.celu(x, _alpha(op), compiled=c), fm.MIN_SIZE,
+                  lambda op: _finite(_alpha(op)) and _alpha(op) > 0)
+_declare_fastmath("Softplus", lambda op, x, c: fm.softplus(x, compiled=c), fm.MIN_SIZE)
+_declare_fastmath("Gelu", lambda op, x, c: fm.gelu(x, compiled=c), fm.ERF_MIN_SIZE,
+                  lambda op: op._kw["approximate"] == "none")
+# the reference's float32 formulas are the fast ones (one np.exp and a few passes): only
+# float16 gains, by the bit casts
+_CASTS = ("float16 compiled casts", "float16 bit casts")
+_declare_fastmath("Gelu", lambda op, x, c: _gelu_plain(x, "tanh"), fm.ERF_MIN_SIZE,
+                  lambda op: op._kw["approximate"] == "tanh", (_F16,), _CASTS)
+_declare_fastmath("Mish", lambda op, x, c: _mish_plain(x), fm.CAST_MIN_SIZE, None, (_F16,), _CASTS)
+_declare_fastmath("Swish", lambda op, x, c: _swish_plain(x, _alpha(op)), fm.CAST_MIN_SIZE, None, (_F16,), _CASTS)
+
+
+@fast_path("Relu", "compiled float32 loop", when=_sized((_F32,), RELU_JIT_SIZE), native=True)
+def relu_compiled(op: Any, x: np.ndarray) -> tuple | None:
+    """Relu of float32 from RELU_JIT_SIZE elements on by the compiled loop (1.4x faster than np.clip at 1e6)."""
+    k = native.kernels()
+    if k is None:
+        return None
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, _F32)
+    k.relu(x.reshape(-1), y.reshape(-1))
+    return (y,)
+
+
+_TRANSCENDENTAL = {"Exp": np.exp, "Log": np.log, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin,
+                   "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Tanh": np.tanh,
+                   "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
+
+
+@fast_path(tuple(_TRANSCENDENTAL), "pool chunks", native=False,
+           when=lambda op, x: type(x) is _nd and x.size >= 2 * POOL_CHUNK and x.dtype.kind == "f" and x.flags.c_contiguous)
+def transcendental_on_pool(op: Any, x: np.ndarray) -> tuple:
+    """A transcendental ufunc of a large contiguous float input in chunks over the kernel pool.
+
+    They are compute-bound (np.exp: 1.7 ms per 1e6 float32 on one core, 0.87 ms on two);
+    memory-bound ones (Add, Abs...) gain nothing from a second thread and have no such
+    path. Results are the reference's bits: every element is computed by the same loop.
+    """
+    ufunc = _TRANSCENDENTAL[op.op_type]
+    out = np.empty_like(x)
+    src, dst = x.reshape(-1), out.reshape(-1)
+
+    def chunks(lo: int, hi: int) -> None:
+        with np.errstate(all="ignore"):  # numpy's error state is per thread
+            ufunc(src[lo * POOL_CHUNK:hi * POOL_CHUNK], out=dst[lo * POOL_CHUNK:hi * POOL_CHUNK])
+
+    parallel_for(-(-x.size // POOL_CHUNK), chunks, work_per_item=POOL_CHUNK * 10)
+    return (out,)
+
+
+_ROW_CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+
+
+def _row_operands(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """(full, row) when one float32 operand is a row of n > 1 values (1 along every other
+    axis) broadcast along the other's leading axes, both C-contiguous; else None."""
+    if type(a) is not _nd or type(b) is not _nd or a.dtype != _F32 or b.dtype != _F32 or a.shape == b.shape:
+        return None
+    if max(a.size, b.size) < ROWS_OP_MIN_SIZE:
+        return None
+    full, row = (a, b) if a.size >= b.size else (b, a)
+    n = full.shape[-1] if full.ndim else 0
+    if n > 1 and row.size == n and row.shape[-1] == n and full.flags.c_contiguous and row.flags.c_contiguous:
+        return full, row
+    return None
+
+
+@fast_path(tuple(_ROW_CODES), "compiled row broadcast", native=True,
+           when=lambda op, a, b: not op._legacy and _row_operands(a, b) is not None)
+def rows_op_compiled(op: Any, a: np.ndarray, b: np.ndarray) -> tuple | None:
+    """Add/Sub/Mul/Div of float32 where one operand is a row broadcast along the other's leading axes, by one compiled pass.
+
+    numpy's broadcast iterator costs 1.5x onnxruntime's time at 1e6 elements; the loop
+    runs the same IEEE operation per element (from ROWS_OP_MIN_SIZE elements on).
+    """
+    k = native.kernels()
+    if k is None:
+        return None
+    full, row = _row_operands(a, b)
+    n = full.shape[-1]
+    y = np.empty(np.broadcast_shapes(a.shape, b.shape), _F32)
+    k.rows_op(full.reshape(-1, n), row.reshape(n), y.reshape(-1, n), _ROW_CODES[op.op_type], row is a)
+    return (y,)
