@@ -98,8 +98,8 @@ def build_model(case: Case, strict: bool = True) -> tuple[onnx.ModelProto, dict[
 # -- the runtimes ----------------------------------------------------------------------
 
 
-def run_onnxrt(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[Any]:
-    return onnxrt.InferenceSession(model).run(None, feeds)
+def run_onnxrt(model: onnx.ModelProto, feeds: dict[str, np.ndarray], options: Any = None) -> list[Any]:
+    return onnxrt.InferenceSession(model, sess_options=options).run(None, feeds)
 
 
 def run_reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[Any]:
@@ -225,12 +225,12 @@ class Deviation:
     test: str
 
 
-def check_case(case: Case, spec: Any, stats: Counter, deviations: list[Deviation]) -> None:
-    """Run the case through onnxrt and both oracles, compare, and count what happened."""
+def check_case(case: Case, spec: Any, stats: Counter, deviations: list[Deviation], options: Any = None) -> None:
+    """Run the case through onnxrt (a session with ``options``) and both oracles, compare, and count what happened."""
     model, feeds, types = build_model(case, strict=spec.strict_inference)
     originals = {k: v.copy() for k, v in feeds.items()}
     try:
-        got = run_onnxrt(model, feeds)
+        got = run_onnxrt(model, feeds, options)
         err = None
     except OnnxRuntimeError as e:
         got, err = None, e

@@ -16,6 +16,8 @@ import os
 from collections import Counter
 
 import pytest
+
+import onnxrt
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -43,11 +45,30 @@ def cases(draw, spec: OpSpec) -> Case:
     return Case(spec.op, opset, node, declare=declare, const_params=const, domain=spec.domain)
 
 
-def fuzz(spec: OpSpec, stats: Counter) -> None:
+def _options(fast_paths: bool, threads: int) -> onnxrt.SessionOptions:
+    so = onnxrt.SessionOptions()
+    so.fast_paths = fast_paths
+    so.intra_op_num_threads = threads
+    return so
+
+
+#: how onnxrt's sessions run the cases: fast paths on with the pool's threads (all the
+#: examples), and on a subset of the same examples (hypothesis draws them in the same order)
+#: the reference kernels on one thread and the fast paths on one thread
+MODES = {
+    "fast": (lambda: None, 1.0),
+    "reference-1thread": (lambda: _options(False, 1), 0.5),
+    "fast-1thread": (lambda: _options(True, 1), 0.5),
+}
+
+
+def fuzz(spec: OpSpec, stats: Counter, mode: str = "fast") -> None:
     """Run hypothesis over the spec's cases; ``stats`` counts what happened to each example."""
+    make_options, share = MODES[mode]
+    options = make_options()
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=max(1, int(EXAMPLES * share)),
         deadline=None,
         derandomize=DERANDOMIZE,
         database=None if DERANDOMIZE else settings.default.database,
@@ -56,17 +77,18 @@ def fuzz(spec: OpSpec, stats: Counter) -> None:
     )
     @given(case=cases(spec))
     def check(case: Case) -> None:
-        check_case(case, spec, stats, DEVIATIONS)
+        check_case(case, spec, stats, DEVIATIONS, options)
 
     if SEED is not None:
         check = seed(int(SEED))(check)
     check()
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_differential(spec: OpSpec, record_property) -> None:
+def test_differential(spec: OpSpec, mode: str, record_property) -> None:
     stats: Counter = Counter()
-    fuzz(spec, stats)
+    fuzz(spec, stats, mode)
     record_property("fuzz", dict(stats))
     compared = sum(v for k, v in stats.items() if k.endswith(" agreed"))
     # a table entry whose examples no oracle ever checks would test nothing
