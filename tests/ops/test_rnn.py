@@ -193,7 +193,10 @@ def test_lstm_compiled_recurrence_against_plain_loop(direction, N, H, monkeypatc
     R /= np.sqrt(H)
     f32 = [a.astype(np.float32) for a in (X, W, R, B, ih, ic)]
     saved = [a.copy() for a in f32]
-    Y, Yh, Yc = lstm(f32[0], f32[1], f32[2], f32[3], None, f32[4], f32[5], hidden_size=H, direction=direction)
+    from onnxrt.fastpaths.rnn import lstm_steps  # the fast path's compiled steps
+
+    Y, Yh, Yc = lstm(f32[0], f32[1], f32[2], f32[3], None, f32[4], f32[5], hidden_size=H, direction=direction,
+                     lstm_steps=lstm_steps)
     assert len(calls) == (2 if direction == "bidirectional" else 1)
     for got in (Y, Yh, Yc):
         assert got.dtype == np.float32

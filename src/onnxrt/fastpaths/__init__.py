@@ -10,6 +10,7 @@ from __future__ import annotations
 
 #: (domain, op_type) -> the module of onnxrt.fastpaths declaring its paths
 MODULES: dict[tuple[str, str], str] = {
+    ("", "LSTM"): "rnn",
     ("", "Attention"): "attention",
     ("", "Gemm"): "gemm",
     ("onnxrt", "FusedGemm"): "gemm",

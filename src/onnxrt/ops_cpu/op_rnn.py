@@ -8,9 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from ..native.blas import blas_sgemm_address, blas_threads
 from ..registry import register
-from .. import native as _jit
 from ._nn_math import compute_dtype, sigmoid
 from ._op import OpRun
 
@@ -336,6 +334,7 @@ def recurrent(
     clip: float | None = None,
     linear_before_reset: int = 0,
     input_forget: int = 0,
+    lstm_steps: Callable[..., np.ndarray] | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Run an RNN, GRU or LSTM layer; returns ``(Y, Y_h)`` or ``(Y, Y_h, Y_c)`` for LSTM.
 
@@ -346,6 +345,12 @@ def recurrent(
     last valid step (zero for a length of 0, as onnxruntime gives). The reverse direction
     reads each sequence backwards from its own last valid step. float16 and bfloat16
     compute in float32.
+
+    This is the reference kernel. A fast path (onnxrt.fastpaths.rnn) passes
+    ``lstm_steps(xw, R, h, c, Y) -> c``, which runs every time step of a float32 LSTM of
+    the default configuration (sigmoid/tanh/tanh, no peepholes, clip, input_forget or
+    sequence_lens) for one direction, writing each step's hidden state into ``Y`` and
+    returning the final cell state.
     """
     X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
     if direction == "foward":  # the default of GRU-1 is spelled so in the spec
@@ -431,10 +436,7 @@ def recurrent(
             cell == "LSTM" and lens is None and P is None and clip is None and not input_forget
             and _is(acts[d][0], _sigmoid) and _is(acts[d][1], _tanh) and _is(acts[d][2], _tanh)
         )
-        compiled = default_lstm and dt == np.float32 and (k := _jit.kernels()) is not None
-        if compiled:
-            sgemm = blas_sgemm_address()
-            compiled = sgemm is not None
+        compiled = default_lstm and dt == np.float32 and lstm_steps is not None
         if default_lstm and not compiled:
             order = _lstm_default_order(H)
             Wd, Rd, fold = Wd[order], Rd[order], fold[order]
@@ -449,12 +451,7 @@ def recurrent(
             c = np.zeros((N, H), dtype=dt) if initial_c is None else initial_c[d].astype(dt)  # a copy: updated in place
         Yd = np.empty((S, N, H), dtype=dt)
         if compiled:
-            # every step in one compiled call: a product with R and one fused pass over the
-            # units instead of 8 numpy calls (50 steps of 128 units: 800 -> ~400 us)
-            c = np.ascontiguousarray(c)
-            with blas_threads(1):
-                k.lstm_default(np.ascontiguousarray(xw), np.ascontiguousarray(Rd), np.ascontiguousarray(h), c, Yd,
-                               sgemm, np.empty((N, G * H), dt))
+            c = lstm_steps(xw, Rd, h, c, Yd)
             if S:
                 h = Yd[-1].copy()
         elif default_lstm:
