@@ -1,7 +1,7 @@
 """The dispatcher (onnxrt.dispatch): declared fast paths picked once per node and input signature.
 
 The first test is the recipe of docs/architecture.md ("Adding a fast path") written out:
-a fast path for Relu on float32 tensors, declared, picked, listed and checked against the
+a fast path for Abs on float32 tensors, declared, picked, listed and checked against the
 reference kernel.
 """
 
@@ -34,9 +34,9 @@ def _reference_options() -> onnxrt.SessionOptions:
 
 # -- the recipe ---------------------------------------------------------------------------
 
-def relu_by_where(op, x):
-    """Relu of a float32 tensor with numpy's where (an example path: exact, as the reference)."""
-    return (np.where(x < 0, np.float32(0), x).astype(np.float32, copy=False),)
+def abs_by_where(op, x):
+    """|x| of a float32 tensor with numpy's where (an example path: exact, as the reference)."""
+    return (np.where(x < 0, -x, x).astype(np.float32, copy=False),)
 
 
 def test_recipe_a_declared_path_is_picked_listed_and_agrees_with_the_reference(capsys):
@@ -44,24 +44,24 @@ def test_recipe_a_declared_path_is_picked_listed_and_agrees_with_the_reference(c
 
     def path(op, x):
         calls.append(x.shape)
-        return relu_by_where(op, x)
+        return abs_by_where(op, x)
 
-    with dispatch.declared("Relu", "test: where", lambda op, x: x.dtype == np.float32 and x.size >= 4, path,
+    with dispatch.declared("Abs", "test: where", lambda op, x: x.dtype == np.float32 and x.size >= 4, path,
                            native=False):
-        sess = onnxrt.OnnxInference(_model("Relu"))
-        ref = onnxrt.OnnxInference(_model("Relu"), options=_reference_options())
-        x = np.array([[-1.5, 0.0, 2.0, -0.0], [3.0, -4.0, np.nan, 1.0]], np.float32)
+        sess = onnxrt.OnnxInference(_model("Abs"))
+        ref = onnxrt.OnnxInference(_model("Abs"), options=_reference_options())
+        x = np.array([[-1.5, 0.0, 2.0, -0.5], [3.0, -4.0, np.inf, 1.0]], np.float32)
         y = sess.run({"X": x})["Y"]
         expected = ref.run({"X": x})["Y"]
         assert y.dtype == np.float32 and y.shape == (2, 4)
         np.testing.assert_array_equal(y, expected)  # both exact: the same function
         assert calls == [(2, 4)]
         rows = sess.fast_paths()
-        assert [(r["op_type"], r["path"]) for r in rows] == [("Relu", "test: where")]
+        assert [(r["op_type"], r["path"]) for r in rows] == [("Abs", "test: where")]
         assert rows[0]["signature"][0][:2] == (np.dtype(np.float32), (2, 4))
         # the condition is false for a tiny tensor: the reference kernel runs, and says so
         small = np.array([-1.0, 1.0], np.float32)
-        np.testing.assert_array_equal(sess.run({"X": small})["Y"], np.array([0.0, 1.0], np.float32))
+        np.testing.assert_array_equal(sess.run({"X": small})["Y"], np.array([1.0, 1.0], np.float32))
         assert calls == [(2, 4)]
         assert {r["path"] for r in sess.fast_paths()} == {"test: where", "reference"}
         # a session with fast paths off never calls it
@@ -70,8 +70,8 @@ def test_recipe_a_declared_path_is_picked_listed_and_agrees_with_the_reference(c
         # onnxrt ops --paths lists it
         assert cli_main(["ops", "--paths"]) == 0
         out = capsys.readouterr().out
-        assert "test: where" in out and "Relu" in out
-    assert all(p.name != "test: where" for p in dispatch.paths_for("Relu"))
+        assert "test: where" in out and "Abs" in out
+    assert all(p.name != "test: where" for p in dispatch.paths_for("Abs"))
 
 
 def test_choice_is_kept_per_signature_and_prepared_once():
@@ -80,15 +80,15 @@ def test_choice_is_kept_per_signature_and_prepared_once():
     def prepare(op, x):
         prepared.append((x.dtype, x.shape))
         scale = np.float32(2.0)
-        return lambda x: (np.maximum(x, 0) * scale / scale,)
+        return lambda x: (np.abs(x) * scale / scale,)
 
-    with dispatch.declared("Relu", "test: prepared", lambda op, x: x.dtype == np.float32, prepare,
+    with dispatch.declared("Abs", "test: prepared", lambda op, x: x.dtype == np.float32, prepare,
                            native=False, prepared=True):
-        sess = onnxrt.OnnxInference(_model("Relu"))
+        sess = onnxrt.OnnxInference(_model("Abs"))
         for shape in [(3,), (3,), (2, 2), (3,), (2, 2)]:
             x = np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape)
             y = sess.run({"X": x})["Y"]
-            np.testing.assert_array_equal(y, np.maximum(x, 0))
+            np.testing.assert_array_equal(y, np.abs(x))
             assert y.shape == shape and y.dtype == np.float32
         assert prepared == [(np.dtype(np.float32), (3,)), (np.dtype(np.float32), (2, 2))]
 
@@ -97,11 +97,11 @@ def test_a_path_that_declines_falls_back_to_the_reference():
     def declining(op, x):
         return None
 
-    with dispatch.declared("Relu", "test: declines", lambda op, x: True, declining, native=False):
-        sess = onnxrt.OnnxInference(_model("Relu", TensorProto.DOUBLE))
+    with dispatch.declared("Abs", "test: declines", lambda op, x: True, declining, native=False):
+        sess = onnxrt.OnnxInference(_model("Abs", TensorProto.DOUBLE))
         x = np.array([-2.0, 5.0], np.float64)
         y = sess.run({"X": x})["Y"]
-        np.testing.assert_array_equal(y, np.array([0.0, 5.0]))
+        np.testing.assert_array_equal(y, np.array([2.0, 5.0]))
         assert y.dtype == np.float64
 
 
@@ -110,13 +110,13 @@ def test_native_paths_are_skipped_while_compiled_kernels_are_off():
 
     def path(op, x):
         calls.append(1)
-        return (np.maximum(x, 0),)
+        return (np.abs(x),)
 
-    with dispatch.declared("Relu", "test: native", lambda op, x: True, path, native=True):
-        sess = onnxrt.OnnxInference(_model("Relu"))
+    with dispatch.declared("Abs", "test: native", lambda op, x: True, path, native=True):
+        sess = onnxrt.OnnxInference(_model("Abs"))
         x = np.array([-1.0, 1.0], np.float32)
         with onnxrt.native.disabled():
-            np.testing.assert_array_equal(sess.run({"X": x})["Y"], np.array([0.0, 1.0], np.float32))
+            np.testing.assert_array_equal(sess.run({"X": x})["Y"], np.array([1.0, 1.0], np.float32))
         assert calls == []
         if onnxrt.native.kernels() is not None:  # numba installed: the path runs once they are on
             sess.run({"X": x})
@@ -124,9 +124,9 @@ def test_native_paths_are_skipped_while_compiled_kernels_are_off():
 
 
 def test_declaring_a_name_twice_is_refused():
-    with dispatch.declared("Relu", "test: twice", lambda op, x: False, relu_by_where, native=False):
+    with dispatch.declared("Abs", "test: twice", lambda op, x: False, abs_by_where, native=False):
         with pytest.raises(ValueError, match="already declares"):
-            dispatch.fast_path("Relu", "test: twice", when=lambda op, x: False)(relu_by_where)
+            dispatch.fast_path("Abs", "test: twice", when=lambda op, x: False)(abs_by_where)
 
 
 def test_operators_without_paths_are_bound_to_their_kernel():
