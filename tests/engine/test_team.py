@@ -271,7 +271,10 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
         return affine_compiled(x, a, b, relu)
 
     from onnxrt.ops_cpu.op_conv import conv
-    from onnxrt.ops_cpu.op_pool import pool
+    from onnxrt.fastpaths.pool import compiled_pool
+
+    def pool(x, mode, kernel_shape, **kw):  # MaxPool/AveragePool's compiled path (onnxrt.fastpaths.pool)
+        return compiled_pool(x.shape, mode, kernel_shape, **kw)(x)
 
     rng = np.random.default_rng(30)
     x = rng.standard_normal((2, 48, 41, 37)).astype(np.float32)

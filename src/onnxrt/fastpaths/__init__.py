@@ -10,6 +10,8 @@ from __future__ import annotations
 
 #: (domain, op_type) -> the module of onnxrt.fastpaths declaring its paths
 MODULES: dict[tuple[str, str], str] = {
+    ("", "MaxPool"): "pool",
+    ("", "AveragePool"): "pool",
     ("", "LSTM"): "rnn",
     ("", "Attention"): "attention",
     ("", "Gemm"): "gemm",

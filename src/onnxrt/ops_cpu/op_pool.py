@@ -8,10 +8,8 @@ from math import prod
 
 import numpy as np
 
-from .. import parallel
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
-from .. import native as _jit
 from ._conv_common import (
     _WIDENED,
     check_auto_pad,
@@ -27,16 +25,9 @@ from ._conv_common import (
 from ._op import OpRun
 
 POOL_MODES = ("max", "avg", "lp")
-#: window taps (outputs x kernel size) from which the compiled pooling loop splits its planes
-#: over the pool
-JIT_SPLIT_WORK = 1 << 22
-#: window taps per part when the compiled loop's planes go to the team (~10 us each)
-POOL_TEAM_PART = 1 << 16
 #: GlobalAveragePool sums planes of up to this many cells with one BLAS matrix-vector product
 GLOBAL_AVG_GEMV_CELLS = 1 << 12
 _F32 = np.dtype(np.float32)
-#: the compiled max pool's unused scale argument (one array type: one compilation)
-_NO_SCALE = np.ones((1, 1), _F32)
 
 
 def _pool_dtype(dtype: np.dtype) -> np.dtype:
@@ -410,66 +401,6 @@ def _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad, ce
     return kernel, s, d, pb, pe, out_shape
 
 
-def _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale):
-    """``run(x) -> y``: the numba loop pool2d over the float32 planes of a C-contiguous x,
-    as one team job (blocks of planes) or split over the pool."""
-    planes = full[0] * full[1]
-    inv = np.ascontiguousarray(np.broadcast_to(scale, full[:2] + tuple(out_shape))[0, 0], dtype=_F32) if mode == "avg" else _NO_SCALE
-    (kh, kw), (sh, sw), (dh, dw) = kernel, s, d
-    is_max = mode == "max"
-    # unit strides and dilations with an output of the input's size: pool2d_same's flat passes
-    same = (sh, sw, dh, dw) == (1, 1, 1, 1) and tuple(out_shape) == tuple(in_shape) and pb[0] < kh and pb[1] < kw
-    # 3x3 windows at strides 2: pool2d_s2's rows (no pass over the columns the stride skips)
-    s2 = (kh, kw, sh, sw, dh, dw) == (3, 3, 2, 2, 1, 1)
-    job = _jit.TeamJob("pool_same_part" if same else "pool_s2_part" if s2 else "pool_part",
-                       [None, None, inv, planes, *in_shape, *out_shape, *inv.shape, kh, kw, sh, sw, dh, dw, pb[0], pb[1],
-                        int(is_max)],
-                       planes * prod(out_shape) * prod(kernel), max_parts=planes, part_size=POOL_TEAM_PART,
-                       cold_total=2 * JIT_SPLIT_WORK)
-    min_part = max(1, JIT_SPLIT_WORK // (prod(out_shape) * prod(kernel)))
-
-    def block(x3: np.ndarray, y3: np.ndarray) -> None:
-        if same:
-            k.pool2d_same(x3, y3, kh, kw, pb[0], pb[1], is_max, inv)
-        elif s2:
-            k.pool2d_s2(x3, y3, pb[0], pb[1], is_max, inv)
-        else:
-            k.pool2d(x3, y3, kh, kw, sh, sw, dh, dw, pb[0], pb[1], is_max, inv)
-
-    def run(x: np.ndarray) -> np.ndarray:
-        y = np.empty(full, _F32)
-        if not job(x, y):
-            planes3 = x.reshape((planes,) + tuple(in_shape))
-            y3 = y.reshape((planes,) + tuple(out_shape))
-            _jit.split(planes, lambda lo, hi: block(planes3[lo:hi], y3[lo:hi]), min_part)
-        return y
-
-    return run
-
-
-def _prepare_pool(x_shape, mode, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode, count_include_pad):
-    """The compiled path's executor for float32 inputs of this shape (False where pool()
-    takes another path: other ranks, Lp, one window per plane, empty outputs, errors)."""
-    k = _jit.kernels()
-    if k is None or mode not in ("max", "avg"):
-        return False
-    try:
-        kernel, s, d, pb, pe, out_shape = _pool_geometry(x_shape, kernel_shape, strides, pads, dilations, auto_pad,
-                                                         ceil_mode)
-    except KernelError:
-        return False  # pool() raises it
-    in_shape = tuple(x_shape[2:])
-    full = tuple(x_shape[:2]) + tuple(out_shape)
-    lengths = [(o - 1) * st + (kk - 1) * dl + 1 for o, st, kk, dl in zip(out_shape, s, kernel, d)]
-    one_window = not any(pb) and tuple(lengths) == in_shape and all(o == 1 for o in out_shape) and all(dl == 1 for dl in d)
-    if one_window and 0 not in full:
-        return lambda x: global_pool(x, mode)
-    if len(kernel) != 2 or 0 in full:
-        return False
-    scale = _inverse_counts(in_shape, kernel, s, d, pb, pe, out_shape, bool(count_include_pad), _F32) if mode == "avg" else None
-    return _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale)
-
-
 def pool(
     x: np.ndarray,
     mode: str,
@@ -484,7 +415,6 @@ def pool(
     p: float = 2,
     storage_order: int = 0,
     with_indices: bool = False,
-    prepared: dict | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Sliding-window pooling of X (N, C, *S): ``mode`` is ``max``, ``avg`` or ``lp``.
 
@@ -494,27 +424,14 @@ def pool(
     NaN), like onnxruntime; average divides by the cells inside the input, or inside the
     declared pads with ``count_include_pad``; Lp is ``(sum |x|^p)^(1/p)`` with zero padding.
     float16/bfloat16 compute in float32. ``with_indices`` (max only) also returns the
-    int64 flat indices of the maxima (see :func:`_max_with_indices`). ``prepared``, a dict
-    a node keeps across runs (same attributes at every call), keeps the compiled 2-D
-    float32 path's executor per input shape: its geometry, scale and team job are settled
-    once (same results).
+    int64 flat indices of the maxima (see :func:`_max_with_indices`). The reference kernel;
+    the compiled 2-D float32 loops (prepared per input shape: geometry, scale and team job
+    settled once) are fast paths (onnxrt.fastpaths.pool).
     """
-    if (prepared is not None and not with_indices and type(x) is np.ndarray and x.dtype == _F32 and x.flags.c_contiguous
-            and _jit.active()):  # executors are compiled paths: none cached while they are inactive
-        key = (x.shape, parallel.current_threads())
-        run = prepared.get(key)
-        if run is None:
-            if len(prepared) >= 8:
-                prepared.clear()
-            run = prepared[key] = _prepare_pool(x.shape, mode, kernel_shape, strides, pads, dilations, auto_pad,
-                                                ceil_mode, count_include_pad)
-        if run:
-            return run(x)
     x = np.asarray(x)
     if mode not in POOL_MODES:
         raise KernelError(f"Pooling mode {mode!r} is unknown, expected one of {list(POOL_MODES)!r}.")
     kernel, s, d, pb, pe, out_shape = _pool_geometry(x.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)
-    nd = len(kernel)
     in_shape = x.shape[2:]
     out_dtype = x.dtype
     cdt = _pool_dtype(x.dtype)
@@ -553,10 +470,6 @@ def pool(
         # the global pool: one matrix-vector product for the average of float planes (a
         # reduction along rows of 49 cells costs numpy ~50 ns a row), fmax's for the maximum
         return global_pool(x, mode)
-
-    if nd == 2 and cdt == _F32 and mode != "lp" and not one_window and (k := _jit.kernels()) is not None:
-        y = _compiled_pool(k, full, in_shape, kernel, s, d, pb, out_shape, mode, scale)(np.ascontiguousarray(xs))
-        return y if y.dtype == out_dtype else y.astype(out_dtype)
 
     def work(lo: int, hi: int) -> None:
         src = xs[lo:hi]
@@ -641,7 +554,6 @@ class _PoolBase(OpRun):
             ceil_mode=getattr(self, "ceil_mode", 0) or 0,
         )
         self._threads = session_threads(options)
-        self._prepared: dict = {}
         self._checked: tuple[int, ...] | None = None  # the input shape whose sizes passed check_alloc
 
     def _check_sizes(self, x) -> None:
@@ -660,9 +572,9 @@ class _PoolBase(OpRun):
         if x.shape != self._checked:
             self._check_sizes(x)
         if self._threads is None:
-            return pool(x, mode, self.kernel_shape, **self._kw, **kw, prepared=self._prepared)
+            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
         with limit_threads(self._threads):
-            return pool(x, mode, self.kernel_shape, **self._kw, **kw, prepared=self._prepared)
+            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
 
 
 @register("MaxPool", versions=(1, 8, 10, 11, 12, 22))
