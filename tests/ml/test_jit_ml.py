@@ -9,7 +9,7 @@ import pytest
 
 import onnxrt
 from onnxrt import native as _jit
-from onnxrt.ops_ml import op_linear, op_preprocessing, op_svm
+from onnxrt.fastpaths import ml as fastml
 
 from ._util import ml_model, run_onnxrt, run_ort
 
@@ -22,7 +22,7 @@ TRANSFORMS = ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"]
 @pytest.fixture(autouse=True)
 def compiled():
     """numba is a dependency: the compiled kernels must load for these tests to mean anything."""
-    assert _jit.kernels(op_svm._JIT_ML) is not None, _jit.LOAD_ERROR
+    assert _jit.kernels(fastml.ML_LOOPS) is not None, _jit.LOAD_ERROR
 
 
 def both_paths(model, feeds):
@@ -155,7 +155,7 @@ def test_svm_classifier_compiled_nan_rows():
 @pytest.mark.parametrize("part_macs", [4_000_000, 1_000])
 def test_svm_compiled_rows_split_over_the_pool(monkeypatch, part_macs):
     # many rows, in parts small enough for the kernel pool: the parts must join seamlessly
-    monkeypatch.setattr(op_svm, "_JIT_PART_MACS", part_macs)
+    monkeypatch.setattr(fastml, "SVM_PART_MACS", part_macs)
     rng = np.random.default_rng(8)
     atts = _svc_atts(rng, 4, "RBF", True)
     x = rng.standard_normal((2000, 5)).astype(np.float32)
@@ -248,7 +248,7 @@ def test_linear_classifier_compiled_nan_and_infinite_scores():
 @pytest.mark.parametrize("post", ["NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO"])
 def test_linear_models_compiled_many_rows(monkeypatch, part_macs, post):
     # blocks of 256 rows inside the kernel, parts over the pool: the same values as numpy's
-    monkeypatch.setattr(op_linear, "_JIT_PART_MACS", part_macs)
+    monkeypatch.setattr(fastml, "LINEAR_PART_MACS", part_macs)
     rng = np.random.default_rng(12)
     x = rng.standard_normal((3001, 6)).astype(np.float32)
     atts = _linear_atts(rng, 5, 5, post=post)
@@ -300,7 +300,7 @@ def test_normalizer_compiled_shapes_and_special_values(monkeypatch):
             got, expected = both_paths(ml_model("Normalizer", [("X", feed)], norm=norm), {"X": feed})
             assert_outputs(got, expected)
     # a large input goes through normalizer() by parts over the pool
-    monkeypatch.setattr(op_preprocessing, "_JIT_PART_ELEMENTS", 64)
+    monkeypatch.setattr(fastml, "NORMALIZER_PART_ELEMENTS", 64)
     big = np.random.default_rng(15).standard_normal((1000, 3)).astype(np.float32)
     got, expected = both_paths(ml_model("Normalizer", [("X", big)], norm="L2"), {"X": big})
     assert_outputs(got, expected)

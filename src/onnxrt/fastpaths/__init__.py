@@ -54,4 +54,9 @@ MODULES: dict[tuple[str, str], str] = {
     ("", "Sub"): "elementwise",
     ("", "Mul"): "elementwise",
     ("", "Div"): "elementwise",
+    ("ai.onnx.ml", "LinearClassifier"): "ml",
+    ("ai.onnx.ml", "LinearRegressor"): "ml",
+    ("ai.onnx.ml", "SVMClassifier"): "ml",
+    ("ai.onnx.ml", "SVMRegressor"): "ml",
+    ("ai.onnx.ml", "Normalizer"): "ml",
 }

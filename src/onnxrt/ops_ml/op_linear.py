@@ -6,7 +6,6 @@ import numpy as np
 
 from ..compat import OffSpecOnce
 from ..errors import InvalidAttributeError, KernelError
-from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import (
@@ -65,61 +64,10 @@ def _weights(op: OpRun, coefficients: np.ndarray, n_out: int | None, x: np.ndarr
 
 #: a tall, thin product (few features x few outputs) goes by blocks of this many rows
 _BLOCK_ROWS = 512
-#: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.native.ml_loops"
-#: post_transform -> its code in native.ml_loops.linear_classify (-1: numpy applies it to the scores)
-_JIT_TRANSFORMS = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2}
-#: multiply-adds per part when the compiled loop's rows split over the kernel pool
-_JIT_PART_MACS = 2_000_000
-_NO_LABELS = np.empty(0, dtype=np.int64)
 
-
-def _jit_consts(op: OpRun, x: np.ndarray, n_out: int | None, n_labels: int | None = None) -> tuple | None:
-    """What native.ml_loops.linear_classify needs for inputs like ``x`` (weights [C, F], intercepts
-    [C] in x's dtype, rows per pool part, and two empty arrays standing for the outputs it
-    is not asked for), cached on ``op`` per (features, dtype); None where the compiled path
-    does not apply: another dtype than float32/float64, no feature, no score, or a
-    classifier's binary encoding (one score, ``n_labels`` 2)."""
-    key = (x.shape[1], x.dtype)
-    consts = op._jit_cache.get(key)
-    if consts is None:
-        consts = False
-        if (x.dtype == np.float32 or x.dtype == np.float64) and x.shape[1]:
-            w = _weights(op, op._coef, n_out, x)
-            nc = w.shape[1]
-            if nc and not (nc == 1 and n_labels == 2):
-                if n_labels is not None and nc > n_labels:
-                    raise KernelError(f"{op.node_label()} computes {nc} scores but has {n_labels} class labels.")
-                b = np.zeros(nc, x.dtype) if op._intercepts is None else op._intercepts.astype(x.dtype)
-                no_scores, no_z = np.empty((0, nc), dtype=x.dtype), np.empty((0, nc), dtype=np.float32)
-                consts = (np.ascontiguousarray(w.T), b, max(1, _JIT_PART_MACS // w.size), no_scores, no_z)
-        op._jit_cache[key] = consts
-    return consts or None
-
-
-def _compiled_scores(k, x: np.ndarray, consts: tuple, transform: int,
-                     labels: np.ndarray = _NO_LABELS) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """(winners [N], scores [N, C] in x's dtype or None, transformed float32 scores or None)
-    by native.ml_loops.linear_classify: winners are labels[i] for int64 ``labels``, else the
-    indices i; the scores come back only when ``transform`` is -1 (then numpy transforms
-    them). Rows split over the kernel pool by parts of about _JIT_PART_MACS multiply-adds."""
-    wt, b, min_part, scores, z = consts
-    if not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x)
-    n = x.shape[0]
-    winners = np.empty(n, dtype=np.int64)
-    if transform >= 0:
-        z = np.empty((n, wt.shape[0]), dtype=np.float32)
-    else:
-        scores = np.empty((n, wt.shape[0]), dtype=x.dtype)
-    if n < 2 * min_part:
-        k.linear_classify(x, wt, b, transform, labels, winners, scores, z)
-        return winners, scores, z
-    _jit.split(n, lambda lo, hi: k.linear_classify(
-        x[lo:hi], wt, b, transform, labels, winners[lo:hi], scores[lo:hi] if transform < 0 else scores,
-        z[lo:hi] if transform >= 0 else z), min_part)
-    return winners, scores, z
-
+# The classes' _run are the reference kernels (BLAS through numpy, numpy transforms). The
+# compiled kernel computing scores, label and transform in one pass (native.ml_loops) is a
+# declared fast path: onnxrt/fastpaths/ml.py.
 
 def linear_scores(x: np.ndarray, weights: np.ndarray, intercepts: np.ndarray | None) -> np.ndarray:
     """X @ W + b in the input's precision (float32 inputs stay float32, as onnxruntime's GEMM).
@@ -167,31 +115,11 @@ class LinearClassifier(OpRun):
             )
         self._transform = post_transform_fn(self)
         self._transform_name = self.post_transform
-        self._jit_transform = _JIT_TRANSFORMS.get(self.post_transform, -1)
-        #: the labels the compiled kernel writes itself (int64 ones), or none
-        self._jit_labels = labels if labels.dtype == np.int64 else _NO_LABELS
-        self._jit_direct = self._jit_labels.size > 0 and self._jit_transform >= 0
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
-        self._jit_cache: dict[tuple[int, np.dtype], tuple | bool] = {}
         self._report = OffSpecOnce(options.get("session_options"))
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        if self._jit_direct and x.ndim == 2 and x.flags.c_contiguous and (k := _jit.kernels(_JIT_ML)) is not None:
-            # the common case (int64 labels, a compiled transform, the input seen before, few
-            # rows) goes straight to the kernel: a single row costs a few microseconds
-            consts = self._jit_cache.get((x.shape[1], x.dtype))
-            if consts and x.shape[0] < 2 * consts[2]:
-                winners = np.empty(x.shape[0], dtype=np.int64)
-                z = np.empty((x.shape[0], consts[0].shape[0]), dtype=np.float32)
-                k.linear_classify(x, consts[0], consts[1], self._jit_transform, self._jit_labels, winners, consts[3], z)
-                return winners, z
         x = _rows(x, self)
-        if (k := _jit.kernels(_JIT_ML)) is not None and (consts := _jit_consts(self, x, self._n_scores, self.labels.size)) is not None:
-            # scores, label and transform in one compiled call (the binary encoding stays in numpy)
-            winners, scores, z = _compiled_scores(k, x, consts, self._jit_transform, self._jit_labels)
-            if self._jit_transform < 0:
-                z = apply_transform(self._transform, scores).astype(np.float32, copy=False)
-            return (winners if self._jit_labels.size else self.labels.take(winners)), z
         scores = linear_scores(x, _weights(self, self._coef, self._n_scores, x), self._intercepts)
         if scores.shape[1] == 1 and self.labels.size == 2:
             s = scores[:, 0]
@@ -234,17 +162,10 @@ class LinearRegressor(OpRun):
                 f"{self.node_label()} has {self._intercepts.size} intercepts, expected {self.targets} (one per target)."
             )
         self._transform = post_transform_fn(self)
-        self._jit_transform = _JIT_TRANSFORMS.get(self.post_transform, -1)
         self._w_cache: dict[tuple[int, np.dtype], np.ndarray] = {}
-        self._jit_cache: dict[tuple[int, np.dtype], tuple | bool] = {}
         self._report = OffSpecOnce(options.get("session_options"))
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
         x = _rows(x, self)
-        if (k := _jit.kernels(_JIT_ML)) is not None and (consts := _jit_consts(self, x, self.targets)) is not None:
-            _, y, z = _compiled_scores(k, x, consts, self._jit_transform)
-            if self._jit_transform >= 0:
-                return (z,)
-        else:
-            y = linear_scores(x, _weights(self, self._coef, self.targets, x), self._intercepts)
+        y = linear_scores(x, _weights(self, self._coef, self.targets, x), self._intercepts)
         return (apply_transform(self._transform, y).astype(np.float32, copy=False),)

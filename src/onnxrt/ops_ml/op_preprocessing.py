@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import ML_DOMAIN, check_choice, row_max, row_sum
@@ -35,15 +34,6 @@ def scaler(x: np.ndarray, offset: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return ((xf - off.astype(xf.dtype)) * sc.astype(xf.dtype)).astype(np.float32, copy=False)
 
 
-#: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.native.ml_loops"
-#: norm -> its code in native.ml_loops.normalize_rows
-_NORM_CODES = {"MAX": 0, "L1": 1, "L2": 2}
-#: elements per part when the compiled loop's rows split over the kernel pool
-_JIT_PART_ELEMENTS = 1 << 19
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
 def normalizer(x: np.ndarray, norm: str = "MAX") -> np.ndarray:
     """Rows divided by their maximum (MAX), sum of absolute values (L1) or Euclidean norm (L2).
 
@@ -57,17 +47,7 @@ def normalizer(x: np.ndarray, norm: str = "MAX") -> np.ndarray:
     rows = xf.reshape(1, -1) if xf.ndim == 1 else xf
     if rows.shape[1] == 0:
         return rows.astype(np.float32).reshape(x.shape)
-    if (xf.dtype == _F32 or xf.dtype == _F64) and (k := _jit.kernels(_JIT_ML)) is not None:
-        # one compiled pass over the rows (numpy's path makes five to eight calls)
-        out = np.empty(rows.shape, dtype=np.float32)
-        rows = rows if rows.flags.c_contiguous else np.ascontiguousarray(rows)
-        code = _NORM_CODES.get(norm, 2)  # as below, any other norm is L2
-        part = max(1, _JIT_PART_ELEMENTS // rows.shape[1])
-        if rows.shape[0] < 2 * part:
-            k.normalize_rows(rows, code, out)
-        else:
-            _jit.split(rows.shape[0], lambda lo, hi: k.normalize_rows(rows[lo:hi], code, out[lo:hi]), part)
-        return out.reshape(x.shape)
+    # (a fast path, onnxrt/fastpaths/ml.py, does this in one compiled pass over the rows)
     if norm == "MAX":
         div = row_max(rows)
     elif norm == "L1":
@@ -122,16 +102,8 @@ class Normalizer(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         check_choice(self, "norm", self.norm, ("MAX", "L1", "L2"))
-        self._code = _NORM_CODES[self.norm]
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        if x.ndim == 2 and (x.dtype == _F32 or x.dtype == _F64) and x.flags.c_contiguous and (k := _jit.kernels(_JIT_ML)) is not None:
-            n, c = x.shape
-            if c and n * c < 2 * _JIT_PART_ELEMENTS:
-                # normalizer()'s compiled call without its checks (and without pool parts)
-                out = np.empty((n, c), dtype=_F32)
-                k.normalize_rows(x, self._code, out)
-                return (out,)
         return (normalizer(x, self.norm),)
 
 

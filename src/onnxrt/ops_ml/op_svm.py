@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from .. import native as _jit
 from ..ops_cpu._op import OpRun
 from ..registry import register
 from ._common import (
@@ -21,16 +20,9 @@ from ._common import (
 KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
 
 
-#: the module of compiled kernels (numba), loaded through _jit.kernels
-_JIT_ML = "onnxrt.native.ml_loops"
-#: kernel_type -> the code of native.ml_loops.svm_predict
-_KIND_CODES = {name: i for i, name in enumerate(KERNELS)}
-#: multiply-adds (rows x support vectors x features) per part when the compiled kernel's
-#: rows split over the kernel pool (about half a millisecond each)
-_JIT_PART_MACS = 4_000_000
-_EMPTY = np.empty(0)
-_NO_LABELS = np.empty(0, dtype=np.int64)
-_F32 = np.dtype(np.float32)
+# The classes' _run are the reference kernels (kernel matrix by blocks and BLAS, numpy
+# votes, libsvm's coupling). The compiled kernel doing a row's whole prediction in one pass
+# (native.ml_loops.svm_predict) is a declared fast path: onnxrt/fastpaths/ml.py.
 
 
 def rbf_constants(sv: np.ndarray, gamma: float, sv_sq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -185,7 +177,6 @@ class _SVMBase(OpRun):
         self._sv = sv
         self._sv_sq = (sv * sv).sum(axis=1)
         self._rbf = None  # rbf_constants
-        self._jit_args = None  # the constant arguments of the compiled kernel
 
     def _rbf_constants(self) -> tuple[np.ndarray, np.ndarray]:
         if self._rbf is None:
@@ -197,37 +188,6 @@ class _SVMBase(OpRun):
             raise KernelError(
                 f"{self.node_label()} has support vectors of {self._sv.shape[1]} features, the input has {x.shape[1]}."
             )
-
-    def _compiled(self, k, x: np.ndarray, wt: np.ndarray, bias: np.ndarray, n_classes: int = 0,
-                  prob: tuple[np.ndarray, np.ndarray] | None = None, labels: np.ndarray = _NO_LABELS,
-                  probs_dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(decision values [N, len(bias)], winners [N] or [0], probabilities [N, classes] or
-        [0, 0] in ``probs_dtype``) by native.ml_loops.svm_predict; ``wt`` is [len(bias), n_sv];
-        winners are labels[i] for int64 ``labels``, else the class indices i. The arguments
-        are the same at every call (bound at the first). Rows go to the kernel pool by parts
-        of about _JIT_PART_MACS multiply-adds."""
-        self._check_features(x)
-        if self._jit_args is None:
-            pa, pb = prob if prob is not None else (_EMPTY, _EMPTY)
-            # float32 vectors when they are float32 values (always, from ONNX attributes): the
-            # kernel is bound by memory traffic
-            sv32 = self._sv.astype(np.float32)
-            svt = np.ascontiguousarray((sv32 if np.array_equal(sv32, self._sv) else self._sv).T)
-            sq = self._gamma * self._sv_sq if self._kernel == "RBF" else _EMPTY
-            kind = _KIND_CODES[self._kernel]
-            self._jit_args = (svt, sq, kind, self._gamma, self._coef0, self._degree, wt, bias, n_classes, pa, pb, labels)
-            self._jit_part = max(1, _JIT_PART_MACS // max(1, self._sv.size))
-        args = self._jit_args
-        n = x.shape[0]
-        dec = np.empty((n, wt.shape[0]))
-        winners = np.empty(n if n_classes else 0, dtype=np.int64)
-        probs = np.empty((n, n_classes) if prob is not None else (0, 0), dtype=probs_dtype)
-        min_part = self._jit_part
-        if n < 2 * min_part:
-            k.svm_predict(x, *args, dec, winners, probs)
-        else:
-            _jit.split(n, lambda lo, hi: k.svm_predict(x[lo:hi], *args, dec[lo:hi], winners[lo:hi], probs[lo:hi]), min_part)
-        return dec, winners, probs
 
     def _kernel_product(self, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """K(x, SV) @ weights, the kernel matrix built by blocks of rows (never whole)."""
@@ -311,11 +271,8 @@ class SVMClassifier(_SVMBase):
             self._pairs = np.triu_indices(k, 1)
             self._pair_weights = self._pair_matrix(vpc, self._coef.reshape(k - 1, n_sv))
             self._pair_weights_t = np.ascontiguousarray(self._pair_weights.T)
-            self._jit_labels = labels if labels.dtype == np.int64 else _NO_LABELS
-            self._jit_direct = self._jit_labels.size > 0 and self._prob is not None and self._transform is None
         else:
             self._k = None
-            self._jit_direct = False
 
     @staticmethod
     def _pair_matrix(vpc: np.ndarray, coef: np.ndarray) -> np.ndarray:
@@ -337,40 +294,23 @@ class SVMClassifier(_SVMBase):
         return w
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        if self._jit_direct and self._jit_args is not None and x.ndim == 2 and x.dtype == _F32 and x.flags.c_contiguous \
-                and x.shape[1] == self._sv.shape[1] and x.shape[0] < 2 * self._jit_part and (jit := _jit.kernels(_JIT_ML)) is not None:
-            # the common case after the first run (int64 labels, probabilities without a
-            # transform, float32 rows, few of them) goes straight to the kernel
-            n = x.shape[0]
-            winners = np.empty(n, dtype=np.int64)
-            probs = np.empty((n, self._k), dtype=_F32)
-            jit.svm_predict(x, *self._jit_args, np.empty((n, self._rho.size)), winners, probs)
-            return winners, probs
-        jit = _jit.kernels(_JIT_ML) if self._svc else None
-        x = _rows(x, self, jit is not None)
+        x = _rows(x, self)
         if not self._svc:
             return self._linear(x)
-        k = self._k
-        if jit is not None:
-            # the whole operator in one compiled call per block of rows; the probabilities
-            # come as float32 when no transform follows
-            direct = self._transform is None
-            dec, winner, probs = self._compiled(jit, x, self._pair_weights_t, self._rho, k, self._prob, self._jit_labels,
-                                                np.float32 if direct else np.float64)
-            labels = winner if self._jit_labels.size else self.labels.take(winner)
-            if self._prob is not None and direct:
-                return labels, probs
-        else:
-            dec = add_columns(self._kernel_product(x, self._pair_weights), self._rho)
-            labels = self.labels.take(self._votes(dec))
-            # the coupling runs for two classes too (scikit-learn's libsvm does; the iteration
-            # stops at a tolerance, so its result differs from r[0, 1] by up to ~5e-3)
-            probs = None if self._prob is None else pairwise_coupling(self._pairwise_probabilities(dec))
+        dec = add_columns(self._kernel_product(x, self._pair_weights), self._rho)
+        labels = self.labels.take(self._votes(dec))
+        # the coupling runs for two classes too (scikit-learn's libsvm does; the iteration
+        # stops at a tolerance, so its result differs from r[0, 1] by up to ~5e-3)
+        probs = None if self._prob is None else pairwise_coupling(self._pairwise_probabilities(dec))
+        return labels, self._scores_out(dec, probs)
+
+    def _scores_out(self, dec: np.ndarray, probs: np.ndarray | None) -> np.ndarray:
+        """The second output from the decision values and the probabilities (when prob_a/prob_b)."""
         if self._prob is not None:
-            return labels, apply_transform(self._transform, probs).astype(np.float32)
-        if k == 2:
-            return labels, self._binary_pair(dec[:, 0])
-        return labels, apply_transform(self._transform, dec).astype(np.float32)
+            return apply_transform(self._transform, probs).astype(np.float32)
+        if self._k == 2:
+            return self._binary_pair(dec[:, 0])
+        return apply_transform(self._transform, dec).astype(np.float32)
 
     def _votes(self, dec: np.ndarray) -> np.ndarray:
         """The one-vs-one winner of each row: i wins pair (i, j) when d > 0, the first class
@@ -454,19 +394,19 @@ class SVMRegressor(_SVMBase):
             self._sv = None
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
-        jit = _jit.kernels(_JIT_ML) if self._sv is not None else None
-        x = _rows(x, self, jit is not None)
+        x = _rows(x, self)
         if self._sv is not None:
-            if jit is not None:
-                y = self._compiled(jit, x, self._coef_t, self._bias)[0]
-            else:
-                y = self._kernel_product(x, self._coef) + self._rho
+            y = self._kernel_product(x, self._coef) + self._rho
         else:
             if self._coef.size != x.shape[1]:
                 raise KernelError(
                     f"{self.node_label()} has {self._coef.size} coefficients, the input has {x.shape[1]} features."
                 )
             y = x @ self._coef + self._rho
+        return self._output(y)
+
+    def _output(self, y: np.ndarray) -> tuple[np.ndarray]:
+        """Y [N, 1] float32 from the values y: the one-class rule or post_transform."""
         y = y.reshape(-1, 1)
         if self.one_class:
             return (np.where(y >= 0, 1.0, -1.0).astype(np.float32),)
