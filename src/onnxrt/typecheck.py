@@ -172,7 +172,7 @@ def _conv_concat(op: Any, types: list[str | None]) -> None:
     for i, spec in enumerate(op._convs):
         seg = types[4 * i : 4 * i + 4]
         if spec is not None:
-            _check_op(spec[2], seg)
+            _check_op(spec, seg)  # (the segment's Conv or FusedConv kernel)
         t = seg[0] if seg else None
         if t is None:
             continue

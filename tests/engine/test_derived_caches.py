@@ -9,8 +9,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxrt
 from onnxrt import native as _jit
-from onnxrt.ops_cpu import op_conv
-from onnxrt.ops_cpu.op_conv import WINO_MIN_CHANNELS, conv
+from onnxrt.fastpaths import conv as fp
+from onnxrt.fastpaths.conv import WINO_MIN_CHANNELS
+
+from ..ops.conv_table import conv_op, run
 
 C = WINO_MIN_CHANNELS  # input channels from which a 3x3 unit-stride convolution goes by Winograd
 M, H = 32, 16  # 16x16 maps: 2x2 tiles waste nothing
@@ -18,7 +20,7 @@ _EPS = float(np.finfo(np.float32).eps)
 
 
 def _winograd_available() -> bool:
-    return _jit.kernels() is not None and op_conv.blas_sgemm_address() is not None
+    return _jit.kernels() is not None and fp.blas_sgemm_address() is not None
 
 
 needs_winograd = pytest.mark.skipif(not _winograd_available(), reason="Winograd needs the compiled kernels and BLAS")
@@ -82,7 +84,7 @@ def test_feed_weights_updated_in_place_between_runs_and_sessions():
     sess = onnxrt.InferenceSession(model.SerializeToString())
     (y,) = sess.run(None, {"x": x, "w": w})
     _check(y, x, w1)
-    assert all(op._kw.get("weights_cache") is None for op in _conv_steps(sess))  # a feed: nothing kept
+    assert all(op.weights_cache is None for op in _conv_steps(sess))  # a feed: nothing kept
     buf[:] = w2.tobytes()  # the same array, new contents
     (y,) = sess.run(None, {"x": x, "w": w})
     _check(y, x, w2)
@@ -97,18 +99,20 @@ def test_feed_weights_updated_in_place_between_runs_and_sessions():
 
 @needs_winograd
 def test_feed_weights_updated_in_place_through_conv():
-    # the kernel itself without a node's cache: conv() derives nothing that outlives the call
+    # a node whose W is a feed, through Conv's table: nothing derived from W outlives the call
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, C, H, H)).astype(np.float32)
     w1 = rng.standard_normal((M, C, 3, 3)).astype(np.float32)
     w2 = rng.standard_normal((M, C, 3, 3)).astype(np.float32)
     buf = bytearray(w1.tobytes())
     w = _readonly_view(buf)
-    prepared: dict = {}
-    _check(conv(x, w, pads=[1, 1, 1, 1], prepared=prepared), x, w1)
+    op = conv_op(pads=[1, 1, 1, 1], const=False)
+    y, path = run(x, w, op=op)
+    _check(y, x, w1)
+    assert "winograd" not in path and op.weights_cache is None
     buf[:] = w2.tobytes()
-    _check(conv(x, w, pads=[1, 1, 1, 1], prepared=prepared), x, w2)
-    _check(conv(x, w, pads=[1, 1, 1, 1]), x, w2)
+    _check(run(x, w, op=op)[0], x, w2)
+    _check(run(x, w, pads=[1, 1, 1, 1], const=False)[0], x, w2)
 
 
 @needs_winograd
@@ -135,13 +139,13 @@ def test_initializer_weights_transformed_once(monkeypatch):
         (y,) = sess.run(None, {"x": x})
         _check(y, x, w)
     assert calls == [(M, C, 3, 3)]  # Winograd taken, its transform computed once for three runs
-    held, u = op._kw["weights_cache"]["winograd"]
+    held, u = op.weights_cache["winograd"]
     assert held is sess._engine.plan.initializers["w"] and u.shape == (16, M, C) and u.dtype == np.float32
     # another session of the same model keeps its own transform (nothing shared between sessions)
     other = onnxrt.InferenceSession(_model(w).SerializeToString(), opts)
     (y,) = other.run(None, {"x": x})
     _check(y, x, w)
-    assert len(calls) == 2 and _conv_steps(other)[0]._kw["weights_cache"]["winograd"][1] is not u
+    assert len(calls) == 2 and _conv_steps(other)[0].weights_cache["winograd"][1] is not u
 
 
 @needs_winograd
@@ -149,12 +153,13 @@ def test_new_weights_never_get_a_freed_array_s_transform():
     # arrays made and freed in turn (ids reused): each result is its own weights'
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, C, H, H)).astype(np.float32)
-    cache: dict = {}
+    op = conv_op(pads=[1, 1, 1, 1])  # one node, its W a constant given anew each time
     for i in range(4):
         w = rng.standard_normal((M, C, 3, 3)).astype(np.float32)
         w.flags.writeable = False
-        _check(conv(x, w, pads=[1, 1, 1, 1], weights_cache=cache), x, w)
-        assert cache["winograd"][0] is w
+        y, path = run(x, w, op=op)
+        _check(y, x, w)
+        assert "winograd" in path and op.weights_cache["winograd"][0] is w
         del w
     for i in range(4):  # sessions with initializer weights, built and dropped in turn
         w = rng.standard_normal((M, C, 3, 3)).astype(np.float32)
@@ -253,5 +258,5 @@ def test_fused_and_concatenated_convolutions_keep_their_constant_transforms(monk
         assert y.shape == (1, 2 * M, H, H) and y.dtype == np.float32
         assert np.all(np.abs(y - np.maximum(ref, 0)) <= 16 * 9 * C * _EPS * scale)  # Relu adds no error
     assert calls == [(M, C, 3, 3)] * 2  # each segment's weights transformed once
-    assert [spec[0]["weights_cache"]["winograd"][0] is w for spec, w in
+    assert [spec._inner.weights_cache["winograd"][0] is w for spec, w in
             zip(step.op._convs, (sess._engine.plan.initializers["w0"], sess._engine.plan.initializers["w1"]))] == [True, True]

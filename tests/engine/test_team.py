@@ -165,7 +165,10 @@ def test_team_depthwise_and_grouped_pointwise_convolutions_equal_the_serial_path
     """Depthwise planes and the (image, group) products of a grouped 1x1 convolution split
     over the team, each with its bias, residual and Relu: the same bits as the one-thread
     loop and the batched product with its epilogue pass."""
-    from onnxrt.ops_cpu.op_conv import conv
+    from ..ops.conv_table import fast_conv
+
+    def conv(*args, **kw):  # Conv's table, W a feed: the unprepared entries
+        return fast_conv(*args, const=False, **kw)
 
     rng = np.random.default_rng(20 + stride)
     x = rng.standard_normal((2, 64, 30, 30)).astype(np.float32)
@@ -270,8 +273,12 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
     def _apply(x, a, b, spatial, relu=False):  # BatchNormalization's compiled path (onnxrt.fastpaths.norm)
         return affine_compiled(x, a, b, relu)
 
-    from onnxrt.ops_cpu.op_conv import conv
     from onnxrt.fastpaths.pool import compiled_pool
+
+    from ..ops.conv_table import fast_conv
+
+    def conv(*args, **kw):  # Conv's table, W a feed: the unprepared entries
+        return fast_conv(*args, const=False, **kw)
 
     def pool(x, mode, kernel_shape, **kw):  # MaxPool/AveragePool's compiled path (onnxrt.fastpaths.pool)
         return compiled_pool(x.shape, mode, kernel_shape, **kw)(x)
@@ -361,7 +368,7 @@ def test_products_of_a_large_run_split_over_the_team(spy):
 def test_team_convolution_bands_equal_the_pool_path(spy, monkeypatch):
     """The bands of a large 2-D convolution taken from one counter by the team's threads,
     each with its own block of column scratch and the epilogue: the pool's bits."""
-    from onnxrt.ops_cpu.op_conv import conv
+    from ..ops.conv_table import fast_conv as conv
 
     rng = np.random.default_rng(50)
     x = rng.standard_normal((2, 8, 120, 57)).astype(np.float32)
@@ -383,7 +390,10 @@ def test_team_products_of_a_convolution_apply_its_epilogue_by_blocks(spy, monkey
     """A one-image convolution whose product is large enough for two threads (1x1, or 3x3 on
     a map below the bands' size) runs it on the team with the bias, residual and Relu
     applied to each block in cache: the values of the product then the epilogue pass."""
-    from onnxrt.ops_cpu.op_conv import conv
+    from ..ops.conv_table import fast_conv
+
+    def conv(*args, **kw):  # Conv's table, W a feed: the unprepared entries
+        return fast_conv(*args, const=False, **kw)
 
     rng = np.random.default_rng(60 + kernel)
     x = rng.standard_normal((1, 128, 40, 40)).astype(np.float32)
@@ -454,7 +464,7 @@ def test_a_run_counts_the_short_jobs_it_offered_sleeping_workers(spy, monkeypatc
 def test_team_winograd_equals_the_serial_stages(spy):
     """A Winograd convolution's three stages on the team (input channels, the 16 products,
     output channels) give the caller-alone result bit for bit, epilogue included."""
-    from onnxrt.ops_cpu import op_conv
+    from ..ops.conv_table import run, run_path
 
     rng = np.random.default_rng(41)
     x = rng.standard_normal((2, 64, 28, 28)).astype(np.float32)
@@ -462,10 +472,11 @@ def test_team_winograd_equals_the_serial_stages(spy):
     w.flags.writeable = False
     b = rng.standard_normal(96).astype(np.float32)
     z = rng.standard_normal((2, 96, 28, 28)).astype(np.float32)
-    got = op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu", weights_cache={})  # a model constant's
+    got, path = run(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu")  # W a model constant
+    assert path == "winograd"
     names = [name for name, _ in spy]
     assert names == ["wino_input_part", "wino_gemm_part", "wino_output_part"] * 2
-    ref = _serial(lambda: op_conv.conv(x, w, b, z, pads=[1, 1, 1, 1], activation="Relu", weights_cache={}))
+    ref = _serial(lambda: run_path("winograd", x, w, b, z, pads=[1, 1, 1, 1], activation="Relu"))
     assert len(spy) == 6
     assert got.dtype == np.float32 and got.shape == (2, 96, 28, 28)
     np.testing.assert_array_equal(got, ref)
@@ -484,75 +495,84 @@ _PREPARED_CASES = {
 }
 
 
+#: the unprepared entry of Conv's table each prepared one settles once
+_UNPREPARED = {"1x1": "1x1", "grouped 1x1": "pointwise groups on the team", "depthwise": "depthwise compiled",
+               "depthwise stride 2": "depthwise compiled", "im2col": "im2col compiled", "winograd": "winograd"}
+
+
 @pytest.mark.parametrize("case", sorted(_PREPARED_CASES))
 def test_prepared_convolutions_equal_the_general_path(spy, case):
-    """A node's prepared executors (conv's ``prepared``) run the general path's team jobs
-    with the same arguments: the same bits for every epilogue and for a Concat block
-    (``out``), one cache entry per input shape, and the general path where they decline
-    (a Relu without bias, which the general path applies by itself)."""
-    from onnxrt.ops_cpu import op_conv
+    """A node's prepared executors (Conv's ``prepared ...`` entries, one per input signature,
+    W and B model constants) run the team jobs of the unprepared entry with the same
+    arguments: the same bits for every epilogue and for a Concat block (``out``), and the
+    unprepared entries where they do not apply (a Relu without bias, which the frame
+    applies by itself)."""
     from onnxrt.ops_cpu.op_conv import conv
 
+    from ..ops.conv_table import conv_op, dispatcher, run, run_path
+
     xs, ws, group, stride, pad, jobs = _PREPARED_CASES[case]
+    kind = case.replace(" stride 2", "")
     rng = np.random.default_rng(80)
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
-    w.flags.writeable = case != "winograd"
+    w.flags.writeable = False
     b = rng.standard_normal(ws[0]).astype(np.float32)
     kw = {"group": group, "strides": [stride] * 2, "pads": [pad] * 4}
-    if case == "winograd":
-        kw["weights_cache"] = {}
     y_shape = conv(x, w, b, **kw).shape
     z = rng.standard_normal(y_shape).astype(np.float32)
-    cache: dict = {}
     for args, act in [((b,), "Relu"), ((b,), None), ((b, z), "Relu"), ((None, z), None), ((None,), "Relu")]:
-        want = conv(x, w, *args, activation=act, **kw)
+        declined = args[0] is None and len(args) == 1  # Relu without a bias: the unprepared entries
+        want = run_path(_UNPREPARED[case], x, w, *args, activation=act, **kw)
         spy.clear()
-        got = conv(x, w, *args, activation=act, prepared=cache, **kw)
-        declined = args[0] is None and len(args) == 1  # Relu without a bias: the general path
+        got, path = run(x, w, *args, activation=act, **kw)
+        assert path == (_UNPREPARED[case] if declined else f"prepared {kind}")
         assert [name for name, _ in spy] == jobs
         assert got.dtype == np.float32 and got.shape == y_shape
         np.testing.assert_array_equal(got, want)
         block = np.zeros((1, y_shape[1] + 5) + y_shape[2:], np.float32)
-        into = conv(x, w, *args, activation=act, out=block[:, 5:], prepared=cache, **kw)
+        into, path = run(x, w, *args, activation=act, out=block[:, 5:], **kw)
+        assert path == (_UNPREPARED[case] if declined else f"prepared {kind}")
         assert into.base is block or into.base is block.base
         np.testing.assert_array_equal(block[:, 5:], want)
         assert not block[:, :5].any()
-        runnable = [entry[2] is not None for entry in cache.values()]
-        assert runnable[-1] is not declined
-    # one entry per (bias, residual, activation) combination, with and without out: ten, and
-    # the dict is cleared when it holds PREPARED_ENTRIES
-    assert len(cache) == 10 - op_conv.PREPARED_ENTRIES
+    # one executor per input signature: another shape prepares its own
+    d = dispatcher(conv_op(**kw))
     bigger = rng.standard_normal(xs[:2] + (xs[2] + 2, xs[3] + 2)).astype(np.float32)
-    np.testing.assert_array_equal(conv(bigger, w, b, prepared=cache, **kw), conv(bigger, w, b, **kw))
+    np.testing.assert_array_equal(d(bigger, w, b)[0], run_path(_UNPREPARED[case], bigger, w, b, **kw))
+    np.testing.assert_array_equal(d(x, w, b)[0], run_path(_UNPREPARED[case], x, w, b, **kw))
+    assert [name for _, name in d.choices()] == [f"prepared {kind}"] * 2
 
 
 def test_prepared_convolutions_read_the_weights_at_each_call_and_fall_back(spy, monkeypatch):
     """An executor keeps no copy of what it was prepared with (weights changed in place are
-    used), holds the arrays it was keyed by (another array never takes the entry), and falls
-    back when the team declines: wholly (nothing ran) or after the im2col columns (the
-    product then runs on the caller with the epilogue), with the same values."""
-    from onnxrt.ops_cpu.op_conv import conv
+    used), serves only the arrays it was prepared with (another array runs the unprepared
+    entry), and falls back when the team declines: wholly (nothing ran) or after the im2col
+    columns (the product then runs on the caller with the epilogue), with the same values."""
+    from ..ops.conv_table import conv_op, dispatcher, run_path
 
     rng = np.random.default_rng(81)
     x = rng.standard_normal((1, 16, 30, 30)).astype(np.float32)
     w = rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
     b = rng.standard_normal(64).astype(np.float32)
     z = rng.standard_normal((1, 64, 30, 30)).astype(np.float32)
-    cache: dict = {}
-    first = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    kw = dict(pads=[1] * 4, activation="Relu")
+    d = dispatcher(conv_op(z=True, **kw))
+    first = d(x, w, b, z)[0]
+    assert [name for _, name in d.choices()] == ["prepared im2col"]
     w *= 2
-    second = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
-    np.testing.assert_array_equal(second, conv(x, w, b, z, pads=[1] * 4, activation="Relu"))
+    second = d(x, w, b, z)[0]
+    np.testing.assert_array_equal(second, run_path("im2col compiled", x, w, b, z, **kw))
     assert not np.array_equal(first, second)
+    spy.clear()
     other = w.copy()
-    np.testing.assert_array_equal(conv(x, other, b, z, pads=[1] * 4, activation="Relu", prepared=cache), second)
-    assert len(cache) == 2 and all(entry[0] is w or entry[0] is other for entry in cache.values())
+    np.testing.assert_array_equal(d(x, other, b, z)[0], second)
+    assert [name for name, _ in spy] == ["im2col_part", "gemm_part"]  # (the unprepared entry's team jobs)
     real = team.run_kept  # the spy's: prepared jobs go through run_kept
     monkeypatch.setattr(team, "run_kept", lambda *a: False if a[5].__wrapped__.__name__ == "gemm_part" else real(*a))
-    late = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    late = d(x, w, b, z)[0]
     monkeypatch.setattr(team, "run_kept", lambda *a: False)
-    none = conv(x, w, b, z, pads=[1] * 4, activation="Relu", prepared=cache)
+    none = d(x, w, b, z)[0]
     for got in (late, none):
         assert got.dtype == np.float32 and got.shape == (1, 64, 30, 30) and (got >= 0).all()
         np.testing.assert_allclose(got, second, rtol=1e-5, atol=1e-4)

@@ -17,7 +17,6 @@ from onnx import TensorProto, helper
 
 import onnxrt
 from onnxrt.errors import InvalidAttributeError, KernelError
-from onnxrt.ops_cpu import op_conv
 from onnxrt.ops_cpu._conv_common import apply_activation, release_scratch, window_geometry
 from onnxrt.ops_cpu.op_causal_conv_with_state import causal_conv_with_state
 from onnxrt.ops_cpu.op_col2im import col2im
@@ -26,8 +25,11 @@ from onnxrt.ops_cpu.op_conv_integer import conv_integer
 from onnxrt.ops_cpu.op_conv_transpose import conv_transpose
 from onnxrt.ops_cpu.op_deform_conv import deform_conv
 from onnxrt.ops_cpu.op_qlinear_conv import qlinear_conv
+from onnxrt.fastpaths import conv as fp
+from onnxrt.parallel import limit_threads
 
 from ..helpers import make_single_node_model, run_in_threads
+from .conv_table import fast_conv, fast_conv_transpose, run, run_path
 
 _ELEM = {
     np.dtype(np.float32): TensorProto.FLOAT,
@@ -229,16 +231,24 @@ def test_conv_1x1_paths():
 
 
 def test_conv_large_batch_is_chunked(monkeypatch):
-    """Batches whose columns exceed the chunk size run image group by image group into one output."""
+    """Batches whose columns exceed the chunk size run image group by image group into one
+    output (the im2col entries of Conv's table), equal to the reference."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((5, 4, 6, 6)).astype(np.float32)
     w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
     whole = conv(x, w, group=2, pads=[1, 1, 1, 1])
-    monkeypatch.setattr(op_conv, "_COL_CHUNK_BYTES", 1)
-    chunked = conv(x, w, group=2, pads=[1, 1, 1, 1])
+    for path, xx in (("im2col same", x.astype(np.float64)), ("im2col", x[:, :, :, ::-1].astype(np.float64))):
+        monkeypatch.setattr(fp, "COL_CHUNK_BYTES", 1 << 30)
+        ref = run_path(path, xx, w.astype(np.float64), group=2, pads=[1, 1, 1, 1], strides=[1, 2] if path == "im2col" else None)
+        monkeypatch.setattr(fp, "COL_CHUNK_BYTES", 1)
+        chunked = run_path(path, xx, w.astype(np.float64), group=2, pads=[1, 1, 1, 1],
+                           strides=[1, 2] if path == "im2col" else None)
+        np.testing.assert_array_equal(chunked, ref)
+    monkeypatch.setattr(fp, "COL_CHUNK_BYTES", 1)
+    chunked, path = run(x, w, group=2, pads=[1, 1, 1, 1])
     np.testing.assert_allclose(chunked, whole, rtol=1e-6, atol=1e-6)
-    monkeypatch.setattr(op_conv, "_COL_CHUNK_BYTES", 2 * 4 * 4 * 9 * 36)
-    np.testing.assert_allclose(conv(x, w, pads=[1, 1, 1, 1], group=2), whole, rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(fp, "COL_CHUNK_BYTES", 2 * 4 * 4 * 9 * 36)
+    np.testing.assert_allclose(fast_conv(x, w, pads=[1, 1, 1, 1], group=2), whole, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -254,7 +264,7 @@ def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilat
     """The banded path (im2col of a few output rows, a BLAS call into the output, bands shared
     by the pool's threads through an atomic counter) equals onnxruntime: several images, bands
     of one row and of several, a last short band, single-threaded and split, a strided input."""
-    if op_conv.blas_sgemm_address() is None or op_conv._jit.kernels() is None:
+    if fp.blas_sgemm_address() is None or fp.native.kernels() is None:
         pytest.skip("no ILP64 OpenBLAS or no numba: the banded path is not used")
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(np.float32)
@@ -263,26 +273,28 @@ def test_conv_by_bands_of_output_rows(monkeypatch, shape, kernel, strides, dilat
     atts = dict(kernel_shape=list(kernel), strides=list(strides), dilations=list(dilations), pads=list(pads))
     (ref,) = ort_run("Conv", [("x", x), ("w", w), ("b", b)], TensorProto.FLOAT, **atts)
     calls = []
-    bands = op_conv._conv_bands
-    monkeypatch.setattr(op_conv, "_conv_bands", lambda *a: calls.append(a[8]) or bands(*a))
-    monkeypatch.setattr(op_conv, "BAND_MIN_PIXELS", 1)
+    bands = fp.core_bands
+    monkeypatch.setattr(fp, "core_bands", lambda *a: calls.append(a[6]) or bands(*a))
+    monkeypatch.setattr(fp, "BAND_MIN_PIXELS", 1)
     for band_bytes in (1, 4 * w[0].size * ref.shape[3] * 3, 1 << 19):
-        monkeypatch.setattr(op_conv, "BAND_BYTES", band_bytes)
+        monkeypatch.setattr(fp, "BAND_BYTES", band_bytes)
         for threads in (None, 1):
-            with op_conv.limit_threads(threads):
-                y = conv(x, w, b, **atts)
+            with limit_threads(threads):
+                y, path = run(x, w, b, **atts)
+            assert path == "bands"
             assert y.shape == ref.shape and y.dtype == np.float32
             np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
             # the bias and a fused Relu are applied band by band inside the compiled loop
-            relu = conv(x, w, b, activation="Relu", **atts)
+            relu = fast_conv(x, w, b, activation="Relu", **atts)
             np.testing.assert_allclose(relu, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
-    assert calls and all(c == ref.shape[2:] for c in calls)
+    assert calls and all(tuple(c) == ref.shape[2:] for c in calls)
     wide = np.repeat(x, 2, axis=3)[..., ::2]  # not contiguous
-    np.testing.assert_allclose(conv(wide, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
-    monkeypatch.setattr(op_conv, "blas_sgemm_address", lambda: None)  # another BLAS: im2col and numpy's product
+    np.testing.assert_allclose(fast_conv(wide, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(fp, "blas_sgemm_address", lambda: None)  # another BLAS: im2col and numpy's product
     calls.clear()
-    np.testing.assert_allclose(conv(x, w, b, **atts), ref, rtol=1e-4, atol=1e-4)
-    assert not calls
+    y, path = run(x, w, b, **atts)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert not calls and path == "im2col compiled"
 
 
 @pytest.mark.parametrize(
@@ -411,26 +423,29 @@ def test_kernels_never_modify_inputs_and_accept_read_only_views():
         a.flags.writeable = False
     x, w, b = arrays
     before = [a.copy() for a in arrays]
-    conv(x, w, b, group=2, pads=[1, 1, 1, 1])
-    conv(x, w[:, :1].copy(), b, group=4, pads=[1, 1, 1, 1])  # depthwise
+    for fn in (conv, fast_conv):  # the reference and Conv's table
+        fn(x, w, b, group=2, pads=[1, 1, 1, 1])
+        fn(x, w[:, :1].copy(), b, group=4, pads=[1, 1, 1, 1])  # depthwise
     conv_transpose(x, w, None, group=2)
+    fast_conv_transpose(x, w, None, group=2, strides=[2, 2])
     for a, c in zip(arrays, before):
         np.testing.assert_array_equal(a, c)
 
 
 def test_conv_is_thread_safe():
-    """Scratch buffers are per thread: concurrent convolutions of different shapes stay exact."""
+    """Scratch buffers are per thread: concurrent convolutions of different shapes stay exact
+    (Conv's table, W a feed: the im2col entries' per-thread columns)."""
     rng = np.random.default_rng(4)
     jobs = []
     for i in range(6):
         x = rng.standard_normal((1, 3 + i, 9 + i, 8)).astype(np.float32)
         w = rng.standard_normal((5, 3 + i, 3, 3)).astype(np.float32)
-        jobs.append((x, w, conv(x, w, pads=[1, 1, 1, 1])))
+        jobs.append((x, w, fast_conv(x, w, pads=[1, 1, 1, 1], const=False)))
 
     def work(k):
         for _ in range(15):
             for x, w, ref in jobs[k % 2::2]:
-                np.testing.assert_array_equal(conv(x, w, pads=[1, 1, 1, 1]), ref)
+                np.testing.assert_array_equal(fast_conv(x, w, pads=[1, 1, 1, 1], const=False), ref)
 
     errors = run_in_threads(work, 4)
     release_scratch()
@@ -459,7 +474,8 @@ def test_depthwise_paths_and_parallel_chunks(monkeypatch, threads):
         x = rng.standard_normal(xs)
         w = rng.standard_normal(ws)
         group = xs[1]
-        y = conv(x, w, group=group, **atts)
+        y, path = run(x, w, group=group, **atts)
+        assert path == "depthwise"  # (float64: the numpy entry)
         nd = len(xs) - 2
         pb, _, out = window_geometry(xs[2:], ws[2:], atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), atts["pads"])
         ref = loop_conv(x, w, None, atts.get("strides", [1] * nd), atts.get("dilations", [1] * nd), pb, out, group)
@@ -483,7 +499,8 @@ def test_compiled_depthwise_with_bias_and_relu(activation):
         x = rng.standard_normal(xs).astype(np.float32)
         w = rng.standard_normal((xs[1], 1) + ks).astype(np.float32)
         b = rng.standard_normal(xs[1]).astype(np.float32)
-        y = conv(x, w, b, group=xs[1], activation=activation, **atts)
+        y, path = run(x, w, b, group=xs[1], activation=activation, const=False, **atts)
+        assert path == "depthwise compiled" or fp.native.kernels() is None
         strides, dilations = atts.get("strides", [1, 1]), atts.get("dilations", [1, 1])
         pb, _, out = window_geometry(xs[2:], ks, strides, dilations, atts["pads"])
         ref = loop_conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), strides, dilations, pb, out, xs[1])
@@ -1001,7 +1018,7 @@ def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
 
     monkeypatch.setattr(parallel, "KERNEL_THREADS", 4)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 1)
-    monkeypatch.setattr(op_conv, "_JIT_PART_TAPS", 1)  # the compiled depthwise loop splits too
+    monkeypatch.setattr(fp, "JIT_PART_TAPS", 1)  # the compiled depthwise loop splits too
     calls = []
     real = parallel._executor
 
@@ -1016,6 +1033,8 @@ def test_session_intra_op_threads_caps_the_kernel_pool(monkeypatch):
     model = make_single_node_model("Conv", [("x", TensorProto.FLOAT, [1, 8, 10, 10]), ("w", TensorProto.FLOAT, [8, 1, 3, 3])],
                                    [("y", TensorProto.FLOAT, None)], opset=18, group=8, pads=[1, 1, 1, 1])
     ref = conv(x, w, group=8, pads=[1, 1, 1, 1])
+    fast = run_path("depthwise", x, w, group=8, pads=[1, 1, 1, 1])
+    np.testing.assert_allclose(fast, ref, rtol=1e-6, atol=1e-6)
     assert calls  # the default uses the pool
     calls.clear()
     so = onnxrt.SessionOptions()
@@ -1031,18 +1050,23 @@ def test_depthwise_infinite_weight_meets_the_zero_padding():
     x = np.ones((1, 2, 3, 3), np.float32)
     w = np.ones((2, 1, 3, 3), np.float32)
     w[0, 0, 0, 0] = np.inf
-    y = conv(x, w, group=2, pads=[1, 1, 1, 1])
-    assert np.isnan(y[0, 0, 0, 0]) and np.isinf(y[0, 0, 1, 1])
-    np.testing.assert_array_equal(y[0, 1], conv(x[:, 1:], w[1:], pads=[1, 1, 1, 1])[0, 0])
+    for fn in (conv, fast_conv):
+        y = fn(x, w, group=2, pads=[1, 1, 1, 1])
+        assert np.isnan(y[0, 0, 0, 0]) and np.isinf(y[0, 0, 1, 1])
+        np.testing.assert_array_equal(y[0, 1], fn(x[:, 1:], w[1:], pads=[1, 1, 1, 1])[0, 0])
 
 
 def _compiled_matches_numpy_and_float64(fn, x, w, b, kw, rtol64=1e-4):
-    """``fn`` (conv or conv_transpose) on float32 through the numba loops equals the numpy
-    path (float32 rounding apart) and the float64 computation; returns the result."""
+    """``fn`` (conv or conv_transpose) through its table of fast paths on float32, the numba
+    loops active, equals the table's numpy paths (float32 rounding apart), the reference
+    and the float64 computation; returns the result."""
     from onnxrt import native as _jit
 
     assert _jit.kernels() is not None
+    reference = fn
+    fn = {conv: lambda *a, **k: fast_conv(*a, const=False, **k), conv_transpose: fast_conv_transpose}[fn]
     y = fn(x, w, b, **kw)
+    np.testing.assert_allclose(y, reference(x, w, b, **kw), rtol=1e-5, atol=1e-5)
     with _jit.disabled():
         expected = fn(x, w, b, **kw)
     assert y.dtype == np.float32 and y.shape == expected.shape
@@ -1133,9 +1157,9 @@ def test_compiled_bias_and_relu_pass_equals_the_numpy_passes():
     w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
     b = rng.standard_normal(8).astype(np.float32)
     for act in (None, "Relu"):
-        y = conv(x, w, b, pads=[1, 1, 1, 1], activation=act)
+        y = fast_conv(x, w, b, pads=[1, 1, 1, 1], activation=act, const=False)
         with _jit.disabled():
-            expected = conv(x, w, b, pads=[1, 1, 1, 1], activation=act)
+            expected = fast_conv(x, w, b, pads=[1, 1, 1, 1], activation=act, const=False)
         assert y.dtype == np.float32 and y.shape == (2, 8, 20, 20)
         np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
         assert np.isnan(y).any()
@@ -1158,17 +1182,21 @@ def test_conv_adds_a_fused_residual_before_the_activation(path, with_bias, activ
     w = rng.standard_normal((6, 6 // group) + kernel).astype(dtype)
     b = rng.standard_normal(6).astype(dtype) if with_bias else None
     pads = [0, 0, 0, 0] if path == "1x1" else [1, 1, 1, 1]
-    monkeypatch.setattr(op_conv, "BAND_MIN_PIXELS", 1 if path == "bands" else 1 << 30)
+    monkeypatch.setattr(fp, "BAND_MIN_PIXELS", 1 if path == "bands" else 1 << 30)
     plain = conv(x, w, b, group=group, pads=pads)
     z = rng.standard_normal(plain.shape).astype(dtype)
     params = (0.1,) if activation == "LeakyRelu" else ()
-    got = conv(x, w, b, z, group=group, pads=pads, activation=activation, activation_params=params)
-    want = apply_activation(plain + z, activation, params)
-    assert got.dtype == dtype and got.shape == plain.shape
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-    # a residual that broadcasts (Sum's numpy semantics)
-    small = rng.standard_normal((1, 6, 1, 1)).astype(dtype)
-    np.testing.assert_allclose(conv(x, w, b, small, group=group, pads=pads), plain + small, rtol=1e-6, atol=1e-6)
+    for fn in (conv, fast_conv):
+        got = fn(x, w, b, z, group=group, pads=pads, activation=activation, activation_params=params)
+        want = apply_activation(plain + z, activation, params)
+        assert got.dtype == dtype and got.shape == plain.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        # a residual that broadcasts (Sum's numpy semantics)
+        small = rng.standard_normal((1, 6, 1, 1)).astype(dtype)
+        np.testing.assert_allclose(fn(x, w, b, small, group=group, pads=pads), plain + small, rtol=1e-6, atol=1e-6)
+    if path in ("bands", "1x1", "depthwise"):
+        assert run(x, w, b, z, group=group, pads=pads, activation=activation, activation_params=params)[1] in (
+            path, "depthwise compiled", "im2col compiled") or fp.native.kernels() is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -1184,13 +1212,13 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 def _winograd_calls(monkeypatch) -> list:
     calls = []
-    real = op_conv._conv_winograd
+    real = fp.conv_winograd
 
     def spy(*args, **kw):
         calls.append(args[0].shape)
         return real(*args, **kw)
 
-    monkeypatch.setattr(op_conv, "_conv_winograd", spy)
+    monkeypatch.setattr(fp, "conv_winograd", spy)
     return calls
 
 
@@ -1220,11 +1248,12 @@ def test_winograd_equals_the_direct_convolution(monkeypatch, n_img, c, m, hw, pa
     out_shape = (n_img, m, hw[0] + pads[0] + pads[2] - 2, hw[1] + pads[1] + pads[3] - 2)
     z = rng.standard_normal(out_shape).astype(np.float32) if "residual" in epilogue else None
     calls = _winograd_calls(monkeypatch)
-    y = conv(x, w, b, z, pads=pads, activation=act, weights_cache={})
+    y = run_path("winograd", x, w, b, z, pads=pads, activation=act)
     assert calls == [x.shape]
     assert y.dtype == np.float32 and y.shape == out_shape and y.flags.c_contiguous
-    monkeypatch.setattr(op_conv, "WINO_MIN_CHANNELS", 1 << 30)
-    direct = conv(x, w, b, z, pads=pads, activation=act)
+    monkeypatch.setattr(fp, "WINO_MIN_CHANNELS", 1 << 30)
+    direct, path = run(x, w, b, z, pads=pads, activation=act)
+    assert "winograd" not in path
     assert calls == [x.shape]  # the direct path this time
     ref = conv(x.astype(np.float64), w.astype(np.float64), None if b is None else b.astype(np.float64),
                None if z is None else z.astype(np.float64), pads=pads, activation=act)
@@ -1256,26 +1285,28 @@ def test_winograd_only_where_it_pays_and_for_weights_that_cannot_change(monkeypa
         ((1, 32, 14, 14), dict(pads=[1, 1, 1, 1], group=2)),
     ]:
         ww = w if kw.get("group", 1) == 1 else _read_only(w[:, :16])
-        conv(rng.standard_normal(shape).astype(np.float32), ww, **kw, weights_cache={})
-    conv(rng.standard_normal((1, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]), pads=[1, 1, 1, 1],
-         weights_cache={})
+        assert "winograd" not in run(rng.standard_normal((2,) + shape[1:]).astype(np.float32), ww, **kw)[1]
+    assert "winograd" not in run(rng.standard_normal((2, 16, 14, 14)).astype(np.float32), _read_only(w[:, :16]),
+                                 pads=[1, 1, 1, 1])[1]
     assert calls == []
-    x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32)
+    x = rng.standard_normal((2, 32, 14, 14)).astype(np.float32)
     writable = w.copy()
-    y0 = conv(x, writable, pads=[1, 1, 1, 1])
-    assert calls == []
+    y0, path = run(x, writable, pads=[1, 1, 1, 1], const=False)
+    assert calls == [] and path == "im2col compiled"
     writable[:] *= 2  # the caller changes its weights between runs: the next result follows
-    np.testing.assert_allclose(conv(x, writable, pads=[1, 1, 1, 1]), 2 * y0, rtol=1e-5, atol=1e-4)
-    conv(x, _read_only(writable), pads=[1, 1, 1, 1])  # read-only, but a feed's: no transform either
+    np.testing.assert_allclose(fast_conv(x, writable, pads=[1, 1, 1, 1], const=False), 2 * y0, rtol=1e-5, atol=1e-4)
+    fast_conv(x, _read_only(writable), pads=[1, 1, 1, 1], const=False)  # read-only, but a feed's: no transform
     assert calls == []
-    cache: dict = {}
+    from .conv_table import conv_op
+
+    op = conv_op(pads=[1, 1, 1, 1])  # W a model constant: the node keeps its transform
     ro = _read_only(writable)
-    y1 = conv(x, ro, pads=[1, 1, 1, 1], weights_cache=cache)
-    assert len(calls) == 1 and cache["winograd"][0] is ro
+    y1, path = run(x, ro, op=op)
+    assert path == "winograd" and len(calls) == 1 and op.weights_cache["winograd"][0] is ro
     np.testing.assert_allclose(y1, 2 * y0, rtol=1e-5, atol=1e-4)
-    other = _read_only(w)  # another array through the same cache: its own transform
-    np.testing.assert_allclose(conv(x, other, pads=[1, 1, 1, 1], weights_cache=cache), y0, rtol=1e-5, atol=1e-4)
-    assert len(calls) == 2 and cache["winograd"][0] is other
+    other = _read_only(w)  # another array through the same node: its own transform
+    np.testing.assert_allclose(run(x, other, op=op)[0], y0, rtol=1e-5, atol=1e-4)
+    assert len(calls) == 2 and op.weights_cache["winograd"][0] is other
 
 
 def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
@@ -1283,8 +1314,8 @@ def test_winograd_through_a_session_matches_onnxruntime(monkeypatch):
     executor, made once for the input shape), against onnxruntime."""
     calls = _winograd_calls(monkeypatch)
     prepared = []
-    real = op_conv._prepared_winograd
-    monkeypatch.setattr(op_conv, "_prepared_winograd", lambda *a: prepared.append(a[0]) or real(*a))
+    real = fp._build_winograd
+    monkeypatch.setattr(fp, "_build_winograd", lambda f, *a: prepared.append((f.n_img, f.n_ch) + f.spatial) or real(f, *a))
     rng = np.random.default_rng(33)
     w = (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float32)
     b = rng.standard_normal(64).astype(np.float32)
@@ -1326,13 +1357,14 @@ def test_conv_into_a_block_of_a_larger_output(shape, wshape, kw):
     w = _read_only(rng.standard_normal(wshape).astype(np.float32))
     b = rng.standard_normal(wshape[0]).astype(np.float32)
     ref = conv(x, w, b, activation="Relu", **kw)
-    big = np.full((shape[0], wshape[0] + 7) + ref.shape[2:], 5.0, np.float32)
-    block = big[:, 3:3 + wshape[0]] if shape[0] == 1 else np.empty_like(ref)
-    got = conv(x, w, b, activation="Relu", out=block, **kw)
-    assert got is block and got.dtype == np.float32
-    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
-    if shape[0] == 1:
-        assert (big[:, :3] == 5.0).all() and (big[:, 3 + wshape[0]:] == 5.0).all()
+    for const in (True, False):  # prepared executors (constant W) and the unprepared entries
+        big = np.full((shape[0], wshape[0] + 7) + ref.shape[2:], 5.0, np.float32)
+        block = big[:, 3:3 + wshape[0]] if shape[0] == 1 else np.empty_like(ref)
+        got, path = run(x, w, b, activation="Relu", out=block, const=const, **kw)
+        assert got is block and got.dtype == np.float32, path
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+        if shape[0] == 1:
+            assert (big[:, :3] == 5.0).all() and (big[:, 3 + wshape[0]:] == 5.0).all()
 
 
 def test_prepared_convolution_is_keyed_by_the_residuals_dtype():
@@ -1343,23 +1375,25 @@ def test_prepared_convolution_is_keyed_by_the_residuals_dtype():
     a crash at large shapes, stray values at small ones). (Through a session the engine now
     refuses a residual whose type differs from the convolution's, tests/engine/test_type_checks.py;
     the kernel's cache must not rely on it.)"""
-    from onnxrt.ops_cpu.op_conv import conv
+    from .conv_table import conv_op, dispatcher
 
     rng = np.random.default_rng(0)
     for k in (1, 3):
         w = rng.random((64, 64, k, k)).astype(np.float32)
         w.flags.writeable = False  # as a model's initializers: Winograd's transform is kept
         x = rng.random((1, 64, 56, 56)).astype(np.float32)
-        kw = dict(pads=[k // 2] * 4, kernel_shape=[k, k], weights_cache={})
+        kw = dict(pads=[k // 2] * 4, kernel_shape=[k, k])
         plain = conv(x, w, None, None, **kw).astype(np.float64)
         # positive operands: each output is a sum of 64 k^2 products, whatever path computes
         # it the rounding stays within that many ulps of the output (plus the residual's add)
         atol = (64 * k * k + 1) * np.finfo(np.float32).eps * (plain.max() + 3)
-        prepared: dict = {}
+        d = dispatcher(conv_op(z=True, **kw))
         for _ in range(2):  # each type's second call goes through whatever its first prepared
             for z in (np.full(plain.shape, 0.5, np.float32), np.full(plain.shape, 2.0, np.float64),
                       np.full(plain.shape, 3, np.int8)):
-                y = conv(x, w, None, z, **kw, prepared=prepared)
+                y = d(x, w, None, z)[0]
                 assert y.shape == (1, 64, 56, 56)
                 np.testing.assert_allclose(y.astype(np.float64), plain + float(z.flat[0]), rtol=0, atol=atol)
-        assert any(entry[2] is not None for entry in prepared.values())  # an executor was prepared and used
+        names = [name for _, name in d.choices()]
+        assert len(names) == 3 and not any(n.startswith("prepared") for n in names[1:])
+        assert names[0].startswith("prepared") or fp.native.kernels() is None  # a float32 executor, for float32 only

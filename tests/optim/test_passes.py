@@ -485,18 +485,24 @@ def test_convolutions_write_into_the_concatenation_that_reads_them(n, dtype, mon
     """Convolutions read only by a Concat along channels become one ConvConcat: with one
     float32 image each convolution's product lands in its block of the output (no
     concatenation copy); two images or float16 concatenate the separate results."""
-    from onnxrt.ops_cpu import op_conv
+    from onnxrt.fastpaths import conv as fp
 
     writes = []
-    real = op_conv._conv
+    real = fp.segment_dispatchers
 
-    def spy(*args, _into=None, **kw):
-        y = real(*args, _into=_into, **kw)
-        if _into is not None:
-            writes.append(y.__array_interface__["data"][0] == _into.__array_interface__["data"][0])
-        return y
+    def spy(op):  # each segment's convolution through Conv's table, given its block as ``out``
+        def wrap(d):
+            def call(*inputs):
+                y = d(*inputs)
+                if inputs[4] is not None:
+                    writes.append(y[0].__array_interface__["data"][0] == inputs[4].__array_interface__["data"][0])
+                return y
 
-    monkeypatch.setattr(op_conv, "_conv", spy)
+            return None if d is None else call
+
+        return [wrap(d) for d in real(op)]
+
+    monkeypatch.setattr(fp, "segment_dispatchers", spy)
     npt = np.float16 if dtype == TensorProto.FLOAT16 else np.float32
     x = np.random.default_rng(12).standard_normal((n, 16, 9, 9)).astype(npt)
     s = _check_equal(_fire_model(n, dtype), {"x": x}, rtol=1e-3 if npt == np.float16 else 1e-5, atol=1e-3 if npt == np.float16 else 1e-5)

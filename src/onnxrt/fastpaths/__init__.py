@@ -59,4 +59,8 @@ MODULES: dict[tuple[str, str], str] = {
     ("ai.onnx.ml", "SVMClassifier"): "ml",
     ("ai.onnx.ml", "SVMRegressor"): "ml",
     ("ai.onnx.ml", "Normalizer"): "ml",
+    ("", "Conv"): "conv",
+    ("onnxrt", "FusedConv"): "conv",
+    ("onnxrt", "ConvConcat"): "conv",
+    ("", "ConvTranspose"): "conv",
 }

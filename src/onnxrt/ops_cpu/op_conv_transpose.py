@@ -1,11 +1,10 @@
-"""ConvTranspose (1, 11, 22): one BLAS product per group, then col2im by a loop over kernel offsets."""
+"""ConvTranspose (1, 11, 22): the reference kernel, one BLAS product per group then col2im by a loop over kernel offsets; fast paths in onnxrt.fastpaths.conv."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,12 +19,9 @@ from ._conv_common import (
     explicit_pads,
     kernel_from,
     same_pads,
-    scratch,
     spatial_attr,
     to_output,
 )
-from ..parallel import matmul
-from .. import native as _jit
 from ._op import OpRun
 
 
@@ -82,120 +78,22 @@ def transpose_geometry(
     return pb, tuple(shape)
 
 
-def conv_transpose_core(
+class TransposeSetup(NamedTuple):
+    """A transposed convolution's checked geometry: kernel, strides, dilations, pads at
+    the beginning, output spatial shape, compute dtype, output channels."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    cdt: np.dtype
+    m_out: int
+
+
+def transpose_setup(
     x: np.ndarray,
     w: np.ndarray,
-    strides: Sequence[int],
-    dilations: Sequence[int],
-    group: int,
-    pads_begin: Sequence[int],
-    out_shape: Sequence[int],
-) -> np.ndarray:
-    """Y ``(N, M, *out)`` in the compute dtype of ``x``/``w`` (no bias).
-
-    ``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` is one matrix product per group
-    (into a per-thread buffer); each kernel offset ``k`` then adds ``col[.., k, ..]`` at
-    ``i*stride + k*dilation`` of the unpadded output (col2im: :func:`_scatter_unit_stride`
-    or, with strides, :func:`_scatter_phased`), and the result is cut to ``out_shape``
-    from ``pads_begin`` on (zeros where the window reaches past the computed pixels).
-    """
-    n_img, n_ch = x.shape[:2]
-    spatial = x.shape[2:]
-    kernel = w.shape[2:]
-    cg = n_ch // group
-    mg = w.shape[1]
-    m_out = mg * group
-    kp = prod(kernel)
-    npix = prod(spatial)
-    dtype = x.dtype
-
-    wt = w.reshape(group, cg, mg * kp).transpose(0, 2, 1)  # (g, Mg*Kp, Cg): BLAS reads it transposed
-    col = scratch("convT_col", (n_img, group, mg * kp, npix), dtype)
-    matmul(wt, x.reshape(n_img, group, cg, npix), out=col)
-    col = col.reshape((n_img, m_out) + tuple(kernel) + tuple(spatial))
-
-    if len(kernel) == 2 and dtype == np.float32 and (k := _jit.kernels()) is not None:
-        # the compiled scatter-add, straight into the cut output (2-3x the phased passes)
-        y = np.empty((n_img * m_out,) + tuple(out_shape), dtype)
-        k.col2im2d(col.reshape((n_img * m_out,) + tuple(kernel) + tuple(spatial)), y, *strides, *dilations, *pads_begin)
-        return y.reshape((n_img, m_out) + tuple(out_shape))
-    if all(s == 1 for s in strides):
-        return _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, tuple(out_shape))
-    return _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, tuple(out_shape))
-
-
-def _scatter_unit_stride(col, spatial, kernel, dilations, pads_begin, out_shape) -> np.ndarray:
-    """col2im for unit strides: tap ``k`` adds its block at offset ``k*d`` of the unpadded output."""
-    n_img, m_out = col.shape[:2]
-    natural = tuple(n + (k - 1) * d for n, k, d in zip(spatial, kernel, dilations))
-    lead = (slice(None), slice(None))
-    same = not any(pads_begin) and natural == out_shape
-    full = np.zeros((n_img, m_out) + natural, col.dtype)
-    for offset in np.ndindex(*kernel):
-        dst = lead + tuple(slice(k * d, k * d + n) for k, d, n in zip(offset, dilations, spatial))
-        full[dst] += col[lead + offset]
-    if same:
-        return full
-    y = np.zeros((n_img, m_out) + out_shape, col.dtype)
-    src, dst = list(lead), list(lead)
-    for b, o, n in zip(pads_begin, out_shape, natural):
-        lo, hi = max(0, -b), min(o, n - b)
-        if hi <= lo:
-            return y
-        dst.append(slice(lo, hi))
-        src.append(slice(lo + b, hi + b))
-    y[tuple(dst)] = full[tuple(src)]
-    return y
-
-
-def _scatter_phased(col, spatial, kernel, strides, dilations, pads_begin, out_shape) -> np.ndarray:
-    """col2im for strides > 1 without strided accumulation.
-
-    Output position ``i*s + k*d`` has phase ``(k*d) mod s`` and index ``i + (k*d) div s``
-    inside its phase, so the unpadded output is kept as ``s`` interleaved phase planes
-    per axis (N, M, *s, *Q): every tap adds one contiguous block into its phase plane.
-    The planes are then interleaved into the cut output in one pass, one strided copy
-    per output residue class; positions outside the computed pixels stay zero.
-    """
-    n_img, m_out = col.shape[:2]
-    nd = len(kernel)
-    natural = [(n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(spatial, strides, kernel, dilations)]
-    q_len = [-(-v // s) for v, s in zip(natural, strides)]
-    phased = np.zeros((n_img, m_out) + tuple(strides) + tuple(q_len), col.dtype)
-    lead = (slice(None), slice(None))
-    for offset in np.ndindex(*kernel):
-        pos = [k * d for k, d in zip(offset, dilations)]
-        dst = lead + tuple(p % s for p, s in zip(pos, strides)) + tuple(
-            slice(p // s, p // s + n) for p, s, n in zip(pos, strides, spatial)
-        )
-        phased[dst] += col[lead + offset]
-    copies, covered = [], True
-    for residue in itertools.product(*[range(min(s, o)) for s, o in zip(strides, out_shape)]):
-        dst, src = list(lead), list(lead) + [0] * nd + [None] * nd
-        for i, (r, s, b, o, q) in enumerate(zip(residue, strides, pads_begin, out_shape, q_len)):
-            count = len(range(r, o, s))
-            t0 = r + b  # unpadded position of the class's first output
-            q0 = t0 // s
-            lo, hi = max(0, -q0), min(count, q - q0)  # outputs j whose phase index q0 + j exists
-            if lo > 0 or hi < count:
-                covered = False
-            if hi <= lo:
-                break
-            dst.append(slice(r + lo * s, r + (hi - 1) * s + 1, s))
-            src[2 + i] = t0 % s
-            src[2 + nd + i] = slice(q0 + lo, q0 + hi)
-        else:
-            copies.append((tuple(dst), tuple(src)))
-    y = (np.empty if covered else np.zeros)((n_img, m_out) + out_shape, col.dtype)
-    for dst, src in copies:
-        y[dst] = phased[src]
-    return y
-
-
-def conv_transpose(
-    x: np.ndarray,
-    w: np.ndarray,
-    b: np.ndarray | None = None,
     *,
     auto_pad: str = "NOTSET",
     dilations: Sequence[int] | None = None,
@@ -205,20 +103,8 @@ def conv_transpose(
     output_shape: Sequence[int] | None = None,
     pads: Sequence[int] | None = None,
     strides: Sequence[int] | None = None,
-    activation: str | None = None,
-    activation_params: Sequence[float] = (),
-    check: Any = None,
-) -> np.ndarray:
-    """ONNX ConvTranspose: X ``(N, C, *S)``, W ``(C, M/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
-
-    Output shape and pads as in :func:`transpose_geometry`; strides, dilations, groups,
-    output_padding, output_shape and every auto_pad. float16/bfloat16 compute in float32.
-    ``activation`` fuses an activation as in :func:`onnxrt.ops_cpu.op_conv.conv`.
-    ``check(shape, dtype)`` sees the output's shape (``output_shape`` or pads may make it
-    huge) before any work.
-    """
-    x = np.asarray(x)
-    w = np.asarray(w)
+) -> TransposeSetup:
+    """The shapes checked (KernelError) and the geometry of ConvTranspose's attributes."""
     if x.ndim < 3:
         raise KernelError(f"X must have rank >= 3 (N, C, spatial...), got shape {list(x.shape)}.")
     if w.ndim != x.ndim:
@@ -238,14 +124,93 @@ def conv_transpose(
     else:
         op = tuple(int(v) for v in output_padding)
     pb, out_shape = transpose_geometry(x.shape[2:], kernel, s, d, op, pads, auto_pad, output_shape)
-    cdt = compute_dtype(x.dtype)
-    m_out = w.shape[1] * group
+    return TransposeSetup(kernel, s, d, tuple(pb), tuple(out_shape), compute_dtype(x.dtype), w.shape[1] * group)
+
+
+def transpose_columns(x: np.ndarray, w: np.ndarray, group: int, product: Callable[..., np.ndarray] = np.matmul
+                      ) -> np.ndarray:
+    """``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` (N, M, *K, *S): one matrix product
+    per group (``product(a, b)``, numpy's matmul by default)."""
+    n_img, n_ch = x.shape[:2]
+    spatial, kernel = x.shape[2:], w.shape[2:]
+    cg, mg = n_ch // group, w.shape[1]
+    wt = w.reshape(group, cg, mg * prod(kernel)).transpose(0, 2, 1)  # (g, Mg*Kp, Cg): BLAS reads it transposed
+    col = product(wt, x.reshape(n_img, group, cg, prod(spatial)))
+    return col.reshape((n_img, mg * group) + tuple(kernel) + tuple(spatial))
+
+
+def col2im(col: np.ndarray, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+           dilations: Sequence[int], pads_begin: Sequence[int], out_shape: tuple[int, ...]) -> np.ndarray:
+    """The scatter-add of the columns, plainly: tap ``k`` adds ``col[.., k, ..]`` at
+    ``i*stride + k*dilation`` of the unpadded output (taps in order, from zero), which is
+    then cut to ``out_shape`` from ``pads_begin`` on (zeros where the window reaches past
+    the computed pixels: a negative padding)."""
+    n_img, m_out = col.shape[:2]
+    natural = tuple((n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(spatial, strides, kernel, dilations))
+    lead = (slice(None), slice(None))
+    full = np.zeros((n_img, m_out) + natural, col.dtype)
+    for offset in np.ndindex(*kernel):
+        dst = lead + tuple(slice(k * d, k * d + (n - 1) * s + 1, s)
+                           for k, d, n, s in zip(offset, dilations, spatial, strides))
+        full[dst] += col[lead + offset]
+    if not any(pads_begin) and natural == tuple(out_shape):
+        return full
+    y = np.zeros((n_img, m_out) + tuple(out_shape), col.dtype)
+    src, dst = list(lead), list(lead)
+    for b, o, n in zip(pads_begin, out_shape, natural):
+        lo, hi = max(0, -b), min(o, n - b)
+        if hi <= lo:
+            return y
+        dst.append(slice(lo, hi))
+        src.append(slice(lo + b, hi + b))
+    y[tuple(dst)] = full[tuple(src)]
+    return y
+
+
+def conv_transpose(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None = None,
+    *,
+    auto_pad: str = "NOTSET",
+    dilations: Sequence[int] | None = None,
+    group: int = 1,
+    kernel_shape: Sequence[int] | None = None,
+    output_padding: Sequence[int] | None = None,
+    output_shape: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+    activation: str | None = None,
+    activation_params: Sequence[float] = (),
+    check: Any = None,
+    product: Callable[..., np.ndarray] = np.matmul,
+    scatter: Callable[[np.ndarray, TransposeSetup], np.ndarray] | None = None,
+) -> np.ndarray:
+    """ONNX ConvTranspose: X ``(N, C, *S)``, W ``(C, M/group, *K)``, optional B ``(M,)`` -> Y ``(N, M, *O)``.
+
+    Output shape and pads as in :func:`transpose_geometry`; strides, dilations, groups,
+    output_padding, output_shape and every auto_pad. float16/bfloat16 compute in float32.
+    ``activation`` fuses an activation as in :func:`onnxrt.ops_cpu.op_conv.conv`.
+    ``check(shape, dtype)`` sees the output's shape (``output_shape`` or pads may make it
+    huge) before any work. The reference is :func:`transpose_columns` then :func:`col2im`;
+    the fast paths (onnxrt.fastpaths.conv) give their own ``product`` and ``scatter(col,
+    setup)``, which compute the same sums.
+    """
+    x = np.asarray(x)
+    w = np.asarray(w)
+    g = transpose_setup(x, w, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+                        output_padding=output_padding, output_shape=output_shape, pads=pads, strides=strides)
+    cdt, m_out, nd = g.cdt, g.m_out, x.ndim - 2
     if check is not None:
-        check((x.shape[0], m_out) + tuple(out_shape), cdt)
-    if x.shape[0] == 0 or m_out == 0 or 0 in out_shape or 0 in x.shape[2:]:
-        y = np.zeros((x.shape[0], m_out) + tuple(out_shape), cdt)
+        check((x.shape[0], m_out) + g.out_shape, cdt)
+    if x.shape[0] == 0 or m_out == 0 or 0 in g.out_shape or 0 in x.shape[2:]:
+        y = np.zeros((x.shape[0], m_out) + g.out_shape, cdt)
     else:
-        y = conv_transpose_core(as_compute(x, cdt), as_compute(w, cdt), s, d, group, pb, out_shape)
+        col = transpose_columns(as_compute(x, cdt), as_compute(w, cdt), group, product)
+        if scatter is None:
+            y = col2im(col, x.shape[2:], g.kernel, g.strides, g.dilations, g.pads_begin, g.out_shape)
+        else:
+            y = scatter(col, g)
     if b is not None:
         b = np.asarray(b)
         if b.shape != (m_out,):
@@ -257,7 +222,8 @@ def conv_transpose(
 
 @register("ConvTranspose", versions=(1, 11, 22))
 class ConvTranspose(OpRun):
-    """ConvTranspose: 1, 11 (same semantics), 22 (bfloat16). Kernel: :func:`conv_transpose`."""
+    """ConvTranspose: 1, 11 (same semantics), 22 (bfloat16). Kernel: :func:`conv_transpose`;
+    fast paths: :mod:`onnxrt.fastpaths.conv`."""
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from onnx import NodeProto
 
-from ..parallel import limit_threads
 from ..registry import lookup, register
 from ._conv_common import apply_activation
 from ._op import OpRun
@@ -72,7 +71,8 @@ class FusedConv(_Fused):
     """Conv + activation, and Conv + Sum/Add (+ activation) of a residual ``Z`` (a fourth
     input): the conv kernel adds the residual and applies the activation itself, on its
     fresh output before the final rounding (float16 outputs are rounded once). Activation
-    "" is none (a residual alone)."""
+    "" is none (a residual alone). Reference: :func:`onnxrt.ops_cpu.op_conv.conv` with the
+    inner Conv's keywords; fast paths: Conv's table (:mod:`onnxrt.fastpaths.conv`)."""
 
     base_op = "Conv"
     #: ``shuffle``: a channel shuffle folded into the node (onnxrt.optim.channel_shuffle)
@@ -84,19 +84,13 @@ class FusedConv(_Fused):
         self._inner._kw["activation_params"] = self._params
         if self.atts_value["shuffle"]:
             self._inner._kw["shuffle"] = tuple(int(d) for d in self.atts_value["shuffle"])
-        if len(onnx_node.input) < 4 or not onnx_node.input[3]:
-            self._run = self._inner._run  # type: ignore[method-assign]
 
     def _run(self, x, w, b=None, z=None, attributes=None, verbose=0, fLOG=None):
-        from .op_conv import conv_node
+        from .op_conv import conv
 
         inner = self._inner
-        if inner._checked is None or x.shape != inner._checked[0] or w.shape != inner._checked[1]:
-            inner._check_sizes(x, w)
-        if inner._threads is None:
-            return (conv_node(inner._kw, x, w, b, z),)
-        with limit_threads(inner._threads):
-            return (conv_node(inner._kw, x, w, b, z),)
+        inner.check_sizes(x, w)
+        return (conv(x, w, b, z, **inner._kw),)
 
 
 @register("FusedGemm", versions=(1,), domain=FUSED_DOMAIN)
