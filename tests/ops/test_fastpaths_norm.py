@@ -63,10 +63,7 @@ def test_batch_normalization_training_and_infinite_folds_stay_on_the_reference()
     assert picked(sess, "BatchNormalization") == {"compiled affine"}  # picked, then declined per call
     so = onnxrt.SessionOptions()
     so.fast_paths = False
-    ref = onnxrt.OnnxInference(model, options=so)
-    ref._first_run = False  # TEMP: see tests/ops/fastpath_check.py
-    with onnxrt.native.no_jit_run():
-        expected = ref.run({"x": x})["y"]
+    expected = onnxrt.OnnxInference(model, options=so).run({"x": x})["y"]
     np.testing.assert_array_equal(y, expected)
     assert np.isinf(y[:, 0]).any() and y.dtype == np.float32
 
