@@ -1,4 +1,10 @@
-"""Shared benchmark machinery: alternating timed runs of several runtimes in one process, medians, tables."""
+"""Shared benchmark machinery: alternating timed runs of several runtimes in one process, medians, tables.
+
+The project's rule for onnxrt vs onnxruntime is now each runtime in its own worker process,
+with onnxruntime's default options (``_workers.py``: bench_models, bench_nn, bench_zoo).
+The in-process helpers here (``make_runners``, ``ort_session`` without spinning,
+``time_alternating``) remain for the operator benchmarks not moved yet.
+"""
 
 from __future__ import annotations
 

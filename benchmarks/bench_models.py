@@ -1,35 +1,41 @@
 """Real models: onnxrt vs onnxruntime (default options) vs onnx.reference, latency, session creation, peak memory.
 
-Usage: python benchmarks/bench_models.py [--models squeezenet,resnet50] [--repeat 7] [--no-reference] [--chart out.png]
+Usage: python benchmarks/bench_models.py [--models squeezenet,resnet50] [--repeat 5] [--rounds 3] [--no-reference] [--chart out.png]
 
 Models: the nine light networks shipped with onnx (input arange(n)/n as float32 in the
 declared shape, outputs compared with the shipped ones, rtol 1e-3: the "output ok" column), an MLP of 5 layers
-at batch 1 and a skl2onnx logistic regression at 1 row. Latencies are medians of
-alternating runs in one process (onnx.reference runs once: it is slow); session
-creation is the median of three after a warm-up. Peak memory is
-the peak resident set size of a fresh process that creates the session and runs it three times, above
-the process with the runtime imported (/proc VmHWM; Linux only), measured per runtime in its
-own subprocess.
+at batch 1 and a skl2onnx logistic regression at 1 row.
+
+Each runtime runs in a worker process of its own (``_workers.py``), started fresh for
+each model, with its default options (onnxruntime: a default ``SessionOptions``, no
+thread or spinning settings). Each worker loads the model, first builds and runs a small
+model (so that libraries loaded on first use, onnxrt's compiled kernels among them, are
+in the baseline), creates the session, warms it up (at least 3 runs, or onnxrt's
+``engine.warmup_runs``), then times chunks of ``--repeat`` runs on command, the two
+workers taking turns over ``--rounds`` rounds; latencies are medians of all the timed
+runs (calls under 100 µs are timed in batches, the same count for both). Session creation
+is the median of three more creations after the first. Peak memory is the worker's peak
+resident set size after the warm-up (/proc VmHWM; Linux only) above its resident set
+before the session was created (the runtime imported, the model loaded and the small
+model run). onnx.reference runs once, in a third worker, after the other two have closed.
 """
 
 from __future__ import annotations
 
-import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
-
 import argparse
-import json
 import os
+import shutil
 import statistics
-import subprocess
 import sys
-import time
+import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _common import fmt_time, markdown_table, ort_session  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import fmt_time, markdown_table  # noqa: E402
+from _workers import WorkerSet, inner_calls, load_outputs, outputs_agree  # noqa: E402
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 LIGHT_MODELS = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet", "vgg19", "zfnet512"]
@@ -82,122 +88,58 @@ def load(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray 
     return m, {inp.name: x}, expected
 
 
-def make_session(runtime: str, model: onnx.ModelProto):
-    data = model.SerializeToString()
-    if runtime == "onnxrt":
-        import onnxrt
-
-        s = onnxrt.InferenceSession(data)
-        return lambda feeds: s.run(None, feeds)
-    if runtime == "onnxruntime":
-        return ort_session(data)
-    from onnx.reference import ReferenceEvaluator
-
-    r = ReferenceEvaluator(model)
-    return lambda feeds: r.run(None, feeds)
-
-
-def _vm(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def child(name: str, runtime: str) -> None:
-    """Subprocess mode: peak RSS of creating a session and running it three times, above the
-    process with the model loaded and the runtime's libraries loaded (they are not the
-    run's: scipy alone, which onnxrt imports, is ~15 MB of resident code). onnxrt loads
-    numba and LLVM at its first compiled kernel, once per process: the baseline includes
-    them (one tiny kernel call), and their footprint is reported apart ("jit")."""
+def worker_model(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The workers' factory (``_workers.py``): (model, feeds)."""
     model, feeds, _ = load(name)
-    __import__("onnxrt" if runtime == "onnxrt" else "onnxruntime" if runtime == "onnxruntime" else "onnx.reference")
-    jit = 0
-    if runtime == "onnxrt":
-        from onnxrt import native as _jit; from onnxrt.ops_cpu import _fastmath
-
-        before = _vm("VmRSS:")
-        if _jit.kernels() is not None:
-            _fastmath.sigmoid(np.zeros(_fastmath.JIT_MIN_SIZE, np.float32))
-        jit = _vm("VmRSS:") - before
-    base = _vm("VmRSS:")
-    run = make_session(runtime, model)
-    # three runs for every runtime: onnxrt's compiled kernels start at a session's second run
-    # (its first takes the numpy paths), so the steady state's peak is in the third
-    for _ in range(3):
-        run(feeds)
-    print(json.dumps({"peak": _vm("VmHWM:"), "base": base, "jit": jit}))
+    return model, feeds
 
 
-def peak_memory(name: str, runtime: str) -> int | None:
-    if not os.path.exists("/proc/self/status"):
-        return None
-    proc = subprocess.run([sys.executable, __file__, "--child", name, runtime], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None
-    d = json.loads(proc.stdout.strip().splitlines()[-1])
-    if d.get("jit"):
-        _JIT_RSS.append(d["jit"])
-    return d["peak"] - d["base"]
-
-
-#: resident memory that loading numba and LLVM added in the onnxrt children (bytes)
+#: resident memory the small warm-up model added in the onnxrt workers (bytes): mostly
+#: numba and LLVM, loaded once per process at the first compiled kernel
 _JIT_RSS: list[int] = []
 
 
-def bench(name: str, repeat: int, with_reference: bool, with_memory: bool) -> dict:
-    model, feeds, expected = load(name)
+def bench(name: str, repeat: int, rounds: int, with_reference: bool) -> dict:
+    _, _, expected = load(name)
     out: dict = {"model": name}
-    runs = {}
-    # session creation: the median of three, alternating runtimes (the first one of a
-    # process also pays for imports: it is only a warm-up)
-    created: dict[str, list[float]] = {"onnxrt": [], "onnxruntime": []}
-    for i in range(4):
-        for rt in created:
-            t0 = time.perf_counter()
-            runs[rt] = make_session(rt, model)
-            if i:
-                created[rt].append(time.perf_counter() - t0)
-    for rt, v in created.items():
-        out[f"create_{rt}"] = statistics.median(v)
-    res = runs["onnxrt"](feeds)
-    if expected is not None:
-        got, want, rtol = np.asarray(res[0], np.float64), np.asarray(expected, np.float64), 1e-3
-    else:
-        got, want, rtol = np.asarray(res[0], np.float64), np.asarray(runs["onnxruntime"](feeds)[0], np.float64), 1e-4
-    # reported, not asserted: squeezenet's shipped output is the softmax of logits ~1e10 that
-    # are equal in exact arithmetic (constant weights); float32 products differ by one or two
-    # ulps (2048 at 1e10) from one output channel to the next (OpenBLAS's sgemm rounds rows
-    # 6-11 of each 12-row tile differently), and exp(-2048) is 0, so the softmax is far from
-    # uniform. onnxruntime's kernels happen to round identical rows identically.
-    out["matches"] = bool(np.allclose(got, want, rtol=rtol, atol=1e-5))
-    out["max_diff"] = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("nan")
-    if not out["matches"]:
-        print(f"  {name}: output differs from the expected one (max abs diff {out['max_diff']:.3g})", file=sys.stderr)
-    runs["onnxruntime"](feeds)
-    runs["onnxrt"](feeds)  # onnxrt's compiled kernels load at a session's second run: before timing
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    inner = 200 if name in ("mlp5", "logreg") else 1
-    for _ in range(repeat):
-        for rt, fn in runs.items():
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn(feeds)
-            times[rt].append((time.perf_counter() - t0) / inner)
-    for rt, v in times.items():
-        out[rt] = statistics.median(v)
-    if with_reference:
-        try:
-            ref_run = make_session("onnx.reference", model)
-            t0 = time.perf_counter()
-            ref_run(feeds)
-            out["onnx.reference"] = time.perf_counter() - t0
-        except Exception as e:  # noqa: BLE001
-            print(f"  onnx.reference failed on {name}: {type(e).__name__}: {str(e)[:100]}", file=sys.stderr)
-    if with_memory:
-        for rt in ("onnxrt", "onnxruntime"):
-            out[f"mem_{rt}"] = peak_memory(name, rt)
+    outdir = tempfile.mkdtemp(prefix="bench-models-")
+    try:
+        with WorkerSet(["onnxrt", "onnxruntime"]) as ws:
+            loads = ws.load(outputs_dir=outdir, factory="bench_models:worker_model", args=[name], warmup=3, creates=3, preload=True)
+            for rt, e in ws.errors.items():
+                print(f"  {name}: {rt} failed: {e[:200]}", file=sys.stderr)
+            for rt, r in loads.items():
+                if r.get("ok"):
+                    out[f"create_{rt}"] = statistics.median(r["creates_s"])
+                    out[f"mem_{rt}"] = (r["peak_rss"] - r["base_rss"]) or None
+                    if rt == "onnxrt" and r.get("preload_rss"):
+                        _JIT_RSS.append(r["preload_rss"])
+            warm = [statistics.median(r["warm_s"]) for r in loads.values() if r.get("ok") and r["warm_s"]]
+            times = ws.time(rounds=rounds, repeat=repeat, inner=inner_calls(max(warm, default=1.0)))
+            for rt, v in times.items():
+                out[rt] = statistics.median(v)
+        got = load_outputs(outdir, "onnxrt")
+        if expected is not None:
+            want, rtol = [expected], 1e-3
+        else:
+            want, rtol = load_outputs(outdir, "onnxruntime"), 1e-4
+        # reported, not asserted: squeezenet's shipped output is the softmax of logits ~1e10 that
+        # are equal in exact arithmetic (constant weights); float32 products differ by one or two
+        # ulps (2048 at 1e10) from one output channel to the next (OpenBLAS's sgemm rounds rows
+        # 6-11 of each 12-row tile differently), and exp(-2048) is 0, so the softmax is far from
+        # uniform. onnxruntime's kernels happen to round identical rows identically.
+        out["matches"], out["max_diff"] = outputs_agree(got[:1] if got else None, want[:1] if want else None, rtol=rtol, atol=1e-5)
+        if not out["matches"]:
+            print(f"  {name}: output differs from the expected one (max abs diff {out['max_diff']:.3g})", file=sys.stderr)
+        if with_reference:
+            with WorkerSet(["onnx.reference"]) as ws:
+                r = ws.load(factory="bench_models:worker_model", args=[name], warmup=0)["onnx.reference"]
+                if r.get("ok"):
+                    out["onnx.reference"] = r["first_run_s"]
+                else:
+                    print(f"  onnx.reference failed on {name}: {r.get('error', '?')[:100]}", file=sys.stderr)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
     return out
 
 
@@ -224,20 +166,19 @@ def chart(results: list[dict], path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(LIGHT_MODELS + ["mlp5", "logreg"]))
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per chunk")
+    parser.add_argument("--rounds", type=int, default=3, help="chunks per runtime, the workers taking turns")
     parser.add_argument("--no-reference", action="store_true")
-    parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--chart", default="benchmarks/out/models.png")
-    parser.add_argument("--child", nargs=2, metavar=("MODEL", "RUNTIME"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        child(*args.child)
-        return
     results = []
     for name in args.models.split(","):
-        r = bench(name, args.repeat, not args.no_reference, not args.no_memory)
+        r = bench(name, args.repeat, args.rounds, not args.no_reference)
+        if "onnxrt" not in r or "onnxruntime" not in r:
+            print(f"  {name}: not measured (a runtime failed)", file=sys.stderr)
+            continue
         results.append(r)
-        print(f"  {name}: onnxrt/ort {r['onnxrt'] / r['onnxruntime']:.2f}", file=sys.stderr)
+        print(f"  {name}: onnxrt/ort {r['onnxrt'] / r['onnxruntime']:.2f}", file=sys.stderr, flush=True)
     rows = []
     for r in results:
         mem = lambda k: f"{r[k] / 2**20:.0f} MB" if r.get(k) else "-"  # noqa: E731
@@ -256,6 +197,8 @@ def main() -> None:
                 "yes" if r["matches"] else f"no ({r['max_diff']:.2g})",
             ]
         )
+    load_avg = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+    print(f"each runtime in its own worker process, default options; {os.cpu_count()} cores, load average at the end: {load_avg}\n")
     print(
         markdown_table(
             ["model", "onnxrt", "onnxruntime", "onnx.reference", "ratio", "session creation (onnxrt / ort)", "ratio", "peak memory (onnxrt / ort)", "ratio", "output ok"],
@@ -266,8 +209,8 @@ def main() -> None:
     if light:
         print(f"\ngeometric mean of light-model latency ratios: {float(np.exp(np.mean(np.log(light)))):.2f}")
     if _JIT_RSS:
-        print(f"onnxrt's compiled-kernel runtime (numba and LLVM, loaded once per process at the first compiled "
-              f"kernel; outside the peaks above): {statistics.median(_JIT_RSS) / 2**20:.0f} MB resident")
+        print(f"onnxrt's resident memory added by the small warm-up model (mostly numba and LLVM, loaded once per "
+              f"process at the first compiled kernel; outside the peaks above): {statistics.median(_JIT_RSS) / 2**20:.0f} MB resident")
     if args.chart:
         os.makedirs(os.path.dirname(args.chart) or ".", exist_ok=True)
         try:

@@ -1,37 +1,39 @@
 """Neural-network operators: onnxrt vs onnxruntime on typical CNN / sequence layer sizes.
 
-Usage: python benchmarks/bench_nn.py [--repeat 30] [--only conv,pool] [--threads N]
-Prints a markdown table of median and minimum times (runtimes run alternately in one
-process), the ratios onnxrt/onnxruntime (lower is better) and the target ratio of issue 4
-(Conv and pooling <= 1.5, the rest <= 2). The verdict uses the median; on a shared
-machine the minimum tells what each runtime does when it is not preempted. Operators
-onnxrt does not register yet are skipped with a note. Each case first checks that both
-runtimes give the same outputs.
+Usage: python benchmarks/bench_nn.py [--repeat 10] [--rounds 3] [--only conv,pool] [--threads N]
+Prints a markdown table of median and minimum times, the ratios onnxrt/onnxruntime (lower
+is better) and the target ratio of issue 4 (Conv and pooling <= 1.5, the rest <= 2). The
+verdict uses the median; on a shared machine the minimum tells what each runtime does when
+it is not preempted. Operators onnxrt does not implement are skipped with a note. Each case
+first checks that both runtimes give the same outputs (rtol 1e-3).
 
-``--threads N`` runs both runtimes with N threads: onnxruntime's intra-op pool, onnxrt's
-kernel pool and BLAS (through threadpoolctl when installed). Without it each runtime
-keeps its defaults.
+Each runtime runs in a worker process of its own (``_workers.py``), kept for all the
+cases: for each case both workers build the one-node model, warm it up (at least 3 runs,
+or onnxrt's ``engine.warmup_runs``), then time chunks of ``--repeat`` runs on command,
+taking turns over ``--rounds`` rounds; figures are medians (and minimums) of all the timed
+runs. Without ``--threads`` each runtime keeps its defaults (onnxruntime: a default
+``SessionOptions``, no thread or spinning settings); ``--threads N`` sets
+``intra_op_num_threads`` = N in both (onnxrt's caps its kernel pool and BLAS).
 """
 
 from __future__ import annotations
 
-import _env  # noqa: F401  (first: OpenBLAS reads its settings when numpy loads it)
-
 import argparse
-import contextlib
 import os
+import shutil
 import statistics
 import sys
-import time
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _common import check_same, fmt_time, make_runners, markdown_table, ort_session  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import fmt_time, markdown_table  # noqa: E402
+from _workers import WorkerSet, inner_calls, load_outputs, outputs_agree  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -117,84 +119,62 @@ def cases(rng: np.random.Generator) -> Iterator[tuple[str, str, str, float, onnx
            {"q": rand(1, 8, 128, 64), "k": rand(1, 8, 128, 64), "v": rand(1, 8, 128, 64)})
 
 
-def runners_with_threads(model: onnx.ModelProto, threads: int) -> dict[str, Callable[[dict[str, Any]], Any]]:
-    """onnxrt and onnxruntime sessions, onnxruntime limited to ``threads`` intra-op threads."""
-    import onnxrt
-
-    data = model.SerializeToString()
-    sess = onnxrt.InferenceSession(data)
-    return {"onnxrt": lambda feeds: sess.run(None, feeds), "onnxruntime": ort_session(data, threads)}
-
-
-def thread_limits(threads: int | None) -> contextlib.AbstractContextManager:
-    """onnxrt's kernel pool and BLAS limited to ``threads`` (None: unchanged)."""
-    if threads is None:
-        return contextlib.nullcontext()
-    from onnxrt.ops_cpu import _conv_common
-
-    _conv_common.KERNEL_THREADS = threads
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        print("  threadpoolctl is not installed: BLAS keeps its own thread count", file=sys.stderr)
-        return contextlib.nullcontext()
-    return threadpool_limits(threads)
+def case_model(label: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The workers' factory (``_workers.py``): the one-node model and feeds of a case."""
+    for _, lab, _, _, model, feeds in cases(np.random.default_rng(0)):
+        if lab == label:
+            return model, feeds
+    raise KeyError(label)
 
 
-def time_runs(runners: dict[str, Callable[[dict[str, Any]], Any]], feeds: dict[str, Any], repeat: int, max_seconds: float) -> dict[str, tuple[float, float]]:
-    """(median, minimum) seconds per runtime; the runtimes take turns each round after a warm-up."""
-    for fn in runners.values():
-        fn(feeds)
-    times: dict[str, list[float]] = {k: [] for k in runners}
-    start = time.perf_counter()
-    for r in range(repeat):
-        for name, fn in runners.items():
-            t0 = time.perf_counter()
-            fn(feeds)
-            times[name].append(time.perf_counter() - t0)
-        if time.perf_counter() - start > max_seconds and r >= 4:
-            break
-    return {k: (statistics.median(v), min(v)) for k, v in times.items()}
+#: errors a runtime raises for an operator (or opset) it does not implement
+NOT_IMPLEMENTED = {"UnsupportedOperatorError", "NotImplementedError", "NotImplemented"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per chunk")
+    parser.add_argument("--rounds", type=int, default=3, help="chunks per runtime, the workers taking turns")
     parser.add_argument("--only", default="", help="comma-separated families: conv,pool,norm,vision,rnn,attention")
     parser.add_argument("--max-seconds", type=float, default=15.0)
     parser.add_argument("--threads", type=int, default=None, help="threads of both runtimes (default: their own defaults)")
     args = parser.parse_args()
 
-    from onnxrt import registry
-
     only = {f.strip() for f in args.only.split(",") if f.strip()}
-    rng = np.random.default_rng(0)
     rows = []
-    with thread_limits(args.threads):
-        for family, label, op, target, model, feeds in cases(rng):
-            if only and family not in only:
-                continue
-            opset = model.opset_import[0].version
-            if registry.lookup(op, "", opset) is None:
-                print(f"  skipped {label}: onnxrt has no {op} kernel at opset {opset} yet", file=sys.stderr)
-                rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "skipped (not implemented)"])
-                continue
-            try:
-                runners = make_runners(model, with_reference=False) if args.threads is None else runners_with_threads(model, args.threads)
-                check_same(runners, feeds, rtol=1e-3)
-                res = time_runs(runners, feeds, args.repeat, args.max_seconds)
-            except Exception as e:  # noqa: BLE001  (a failing or wrong kernel is reported, not timed)
-                print(f"  {label}: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
-                rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "failed or outputs differ"])
-                continue
-            (ma, mina), (mb, minb) = res["onnxrt"], res["onnxruntime"]
-            ratio = ma / mb
-            verdict = "ok" if ratio <= target else "slower than target"
-            rows.append([label, fmt_time(ma), fmt_time(mb), f"{ratio:.2f}", f"{fmt_time(mina)} / {fmt_time(minb)}",
-                         f"{mina / minb:.2f}", f"{target:.1f}", verdict])
-            print(f"  {label}: onnxrt/ort median {ratio:.2f}, min {mina / minb:.2f}", file=sys.stderr)
+    outdir = tempfile.mkdtemp(prefix="bench-nn-")
+    try:
+        with WorkerSet(["onnxrt", "onnxruntime"]) as ws:
+            for family, label, op, target, _model_, _feeds_ in cases(np.random.default_rng(0)):
+                if only and family not in only:
+                    continue
+                loads = ws.load(outputs_dir=outdir, factory="bench_nn:case_model", args=[label], warmup=3, threads=args.threads)
+                bad = {rt: r for rt, r in loads.items() if not r.get("ok")} | {rt: {"error": e} for rt, e in ws.errors.items() if rt not in loads}
+                if "onnxrt" in bad and bad["onnxrt"].get("type") in NOT_IMPLEMENTED:
+                    print(f"  skipped {label}: onnxrt has no {op} kernel ({bad['onnxrt']['error'][:120]})", file=sys.stderr)
+                    rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "skipped (not implemented)"])
+                    continue
+                same, diff = outputs_agree(load_outputs(outdir, "onnxrt"), load_outputs(outdir, "onnxruntime"), rtol=1e-3, atol=1e-5)
+                if bad or not same:
+                    for rt, r in bad.items():
+                        print(f"  {label}: {rt}: {r.get('error', '?')[:300]}", file=sys.stderr)
+                    if not bad:
+                        print(f"  {label}: outputs differ (max abs diff {diff:.3g})", file=sys.stderr)
+                    rows.append([label, "-", "-", "-", "-", "-", f"{target:.1f}", "failed or outputs differ"])
+                    continue
+                warm = max(statistics.median(r["warm_s"] or [r["first_run_s"]]) for r in loads.values())
+                res = ws.time(rounds=args.rounds, repeat=args.repeat, inner=inner_calls(warm), max_seconds=args.max_seconds)
+                (ma, mina), (mb, minb) = ((statistics.median(res[rt]), min(res[rt])) for rt in ("onnxrt", "onnxruntime"))
+                ratio = ma / mb
+                verdict = "ok" if ratio <= target else "slower than target"
+                rows.append([label, fmt_time(ma), fmt_time(mb), f"{ratio:.2f}", f"{fmt_time(mina)} / {fmt_time(minb)}",
+                             f"{mina / minb:.2f}", f"{target:.1f}", verdict])
+                print(f"  {label}: onnxrt/ort median {ratio:.2f}, min {mina / minb:.2f}", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
     threads = "defaults" if args.threads is None else f"{args.threads} thread(s)"
-    print(f"threads: {threads}; load average before the run: {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "")
+    load_avg = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+    print(f"each runtime in its own worker process; threads: {threads}; {os.cpu_count()} cores, load average at the end: {load_avg}")
     print(markdown_table(["case", "onnxrt (median)", "onnxruntime (median)", "ratio", "min onnxrt / ort", "ratio (min)", "target", "verdict"], rows))
 
 
