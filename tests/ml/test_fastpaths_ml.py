@@ -227,7 +227,88 @@ def test_normalizer_compiled(norm, dtype, layout, monkeypatch):
 def test_every_ml_path_is_listed_with_a_first_line():
     from onnxrt.fastpaths import MODULES
 
-    for op in ("LinearClassifier", "LinearRegressor", "SVMClassifier", "SVMRegressor", "Normalizer"):
+    for op in ("LinearClassifier", "LinearRegressor", "SVMClassifier", "SVMRegressor", "Normalizer", "TreeEnsemble",
+               "TreeEnsembleRegressor", "TreeEnsembleClassifier"):
         assert MODULES[("ai.onnx.ml", op)] == "ml"
         paths = dispatch.paths_for(op, "ai.onnx.ml")
         assert paths and all(p.doc and p.native and p.prepared for p in paths)
+
+
+# -- tree ensembles ---------------------------------------------------------------------------------
+
+from ._random_trees import random_trees, random_v5, v1_attributes  # noqa: E402
+
+# a target's score sums at most 7 float64 votes (|w| <= ~4) in another order, then rounds
+# to float32 once: a float32 ulp of the result, or 7 eps64 sum|w| near zero
+TREE_RTOL, TREE_ATOL = EPS32, 1e-12
+GRID = [-np.inf, -1.0, 0.0, 1.0, np.inf, np.nan, 0.25]
+XVALUES = np.array([-np.inf, -1.0, 0.0, 0.25, 0.5, 1.0, np.inf, np.nan])
+
+
+def _class_atts(rng, base):
+    nodes, leaves = random_trees(rng, 7, 6, 4, modes=("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT"), missing=True,
+                                 grid=GRID)
+    votes = [(t, n, int(rng.integers(0, 3)), float(np.float32(rng.standard_normal()))) for t, n in leaves]
+    atts = v1_attributes(nodes, "class", votes)
+    atts["classlabels_int64s"] = [5, 6, 7]
+    if base:
+        atts["base_values"] = [0.1, -0.2, 0.3]
+    return atts
+
+
+@pytest.mark.parametrize("rows", [1, 40, 1100])
+@pytest.mark.parametrize("base", [False, True])  # without base values the "has a vote" rule needs the leaves
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_tree_classifier_compiled_walk(rows, base, dtype, monkeypatch):
+    monkeypatch.setattr(fastml, "TREE_PART_STEPS", 64)  # 1100 rows: parts over the pool
+    rng = np.random.default_rng(10)
+    atts = _class_atts(rng, base)
+    x = rng.choice(XVALUES if dtype != np.int64 else np.array([-1, 0, 1, 2]), size=(rows, 4)).astype(dtype)
+    fast, _ = check_path(ml_model("TreeEnsembleClassifier", [("X", x)], 2, ml_opset=1, **atts), {"X": x},
+                         "TreeEnsembleClassifier", "compiled walk", rtol=TREE_RTOL, atol=TREE_ATOL)
+    assert fast[0].shape == (rows,) and fast[0].dtype == np.int64
+    assert fast[1].shape == (rows, 3) and fast[1].dtype == np.float32
+
+
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE"])
+@pytest.mark.parametrize("rows", [1, 3, 500])
+@pytest.mark.parametrize("layout", ["C", "fortran", "one row"])
+def test_tree_regressor_compiled_walk(aggregate, rows, layout):
+    rng = np.random.default_rng(11)
+    atts = _class_atts(rng, True)
+    reg = dict(atts, n_targets=3, aggregate_function=aggregate, post_transform="SOFTMAX")
+    for key in ("class_ids", "class_nodeids", "class_treeids", "class_weights", "classlabels_int64s"):
+        val = reg.pop(key)
+        if key != "classlabels_int64s":
+            reg[key.replace("class_", "target_")] = val
+    x = rng.choice(XVALUES, size=(rows, 4)).astype(np.float32)
+    x = x[0] if layout == "one row" else (np.asfortranarray(x) if layout == "fortran" else x)
+    fast, _ = check_path(ml_model("TreeEnsembleRegressor", [("X", x)], ml_opset=1, **reg), {"X": x},
+                         "TreeEnsembleRegressor", "compiled walk", rtol=TREE_RTOL, atol=TREE_ATOL)
+    assert fast[0].shape == (1 if layout == "one row" else rows, 3) and fast[0].dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype, elem", [(np.float32, 1), (np.float64, 11), (np.float16, 10)])
+@pytest.mark.parametrize("aggregate", [0, 1])  # AVERAGE, SUM
+def test_tree_ensemble_v5_compiled_walk(dtype, elem, aggregate):
+    rng = np.random.default_rng(12)
+    atts = random_v5(rng, 4, 4, 3, 2, modes=[0, 1, 2, 3], missing=True, grid=[-1.0, 0.0, 0.5, 1.0, 2.0],
+                     dtype=np.float32 if dtype == np.float16 else dtype, aggregate=aggregate, post=0)
+    x = rng.choice(np.array([-1.0, 0.0, 0.5, 0.75, 1.0, 2.0, np.nan]), size=(25, 3)).astype(dtype)
+    model = ml_model("TreeEnsemble", [("X", x)], ml_opset=5, opset=21, **atts)
+    # float16 outputs: the scores agree to float64 rounding, then round once to float16
+    rtol = float(np.finfo(dtype).eps) if dtype != np.float64 else 16 * EPS64
+    fast, _ = check_path(model, {"X": x}, "TreeEnsemble", "compiled walk", rtol=rtol, atol=TREE_ATOL)
+    assert fast[0].dtype == dtype and fast[0].shape == (25, 2)
+
+
+def test_tree_min_max_and_member_splits_stay_on_the_reference():
+    rng = np.random.default_rng(13)
+    x = rng.choice(np.array([-1.0, 0.0, 0.5, 1.0, 2.0]), size=(10, 3)).astype(np.float32)
+    for aggregate, modes in ((2, [0, 1]), (1, [0, 6])):  # MIN; a BRANCH_MEMBER split
+        atts = random_v5(rng, 3, 3, 3, 2, modes=modes, grid=[-1.0, 0.0, 0.5, 1.0, 2.0], aggregate=aggregate)
+        sess = onnxrt.OnnxInference(ml_model("TreeEnsemble", [("X", x)], ml_opset=5, opset=21, **atts))
+        y = sess.run({"X": x})
+        (out,) = y.values()
+        assert out.shape == (10, 2) and out.dtype == np.float32
+        assert picked(sess, "TreeEnsemble") == {"reference"}

@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxrt.errors import InvalidAttributeError, KernelError
+from onnxrt.fastpaths import ml as fastml
 from onnxrt.ops_ml import _tree_core
 
 from ._random_trees import random_trees, random_v5, v1_attributes
@@ -533,7 +534,7 @@ def test_compiled_walk_matches_numpy_walk(seed, dtype, monkeypatch):
     votes = [(t, n, int(rng.integers(0, n_classes)), float(np.float32(rng.standard_normal()))) for t, n in leaves]
     atts = v1_attributes(nodes, "class", votes)
     atts["classlabels_int64s"] = list(range(n_classes))  # no base values: the "has a vote" rule needs the leaves
-    monkeypatch.setattr(_tree_core, "_JIT_PART_STEPS", 64)  # small parts: the pool shares the rows
+    monkeypatch.setattr(fastml, "TREE_PART_STEPS", 64)  # small parts: the pool shares the rows
     for rows in (1, 3, 300, 1100):
         x = rng.choice(np.array([-np.inf, -1.0, 0.0, 0.25, 0.5, 1.0, np.inf, np.nan]), size=(rows, 4)).astype(dtype)
         model = ml_model("TreeEnsembleClassifier", [("X", x)], n_outputs=2, ml_opset=1, **atts)
@@ -544,7 +545,7 @@ def test_compiled_walk_matches_numpy_walk(seed, dtype, monkeypatch):
         assert compiled[1].dtype == np.float32 and compiled[1].shape == (rows, n_classes)
         np.testing.assert_array_equal(compiled[0], plain[0])
         np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6, atol=1e-6)
-        # with base values no "has a vote" flags are needed: few rows take sum_few_rows
+        # with base values no "has a vote" flags are needed: few rows take the compiled walk's fewest steps
         based = ml_model("TreeEnsembleClassifier", [("X", x)], n_outputs=2, ml_opset=1, base_values=[0.1, -0.2, 0.3], **atts)
         compiled = run_onnxrt(based, {"X": x})
         with _jit.disabled():

@@ -63,4 +63,7 @@ MODULES: dict[tuple[str, str], str] = {
     ("onnxrt", "FusedConv"): "conv",
     ("onnxrt", "ConvConcat"): "conv",
     ("", "ConvTranspose"): "conv",
+    ("ai.onnx.ml", "TreeEnsemble"): "ml",
+    ("ai.onnx.ml", "TreeEnsembleRegressor"): "ml",
+    ("ai.onnx.ml", "TreeEnsembleClassifier"): "ml",
 }

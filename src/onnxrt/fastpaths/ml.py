@@ -9,7 +9,10 @@ op_svm, op_preprocessing).
   values, decision values, votes and probabilities in one compiled pass
   (native.ml_loops.svm_predict);
 - ``compiled rows``: Normalizer, one compiled pass per row (numpy's formula makes five to
-  eight calls).
+  eight calls);
+- ``compiled walk``: TreeEnsemble, TreeEnsembleRegressor and TreeEnsembleClassifier (SUM,
+  AVERAGE; comparison splits): each row's walk through every tree in one compiled pass
+  (native.tree_loops.forest_walk), the operator's post-processing as in the reference.
 
 Every path is ``prepared``: its executor is built once per input signature (dtype, shape,
 strides), so the per-call checks of the old direct shortcuts are the dispatcher's lookup.
@@ -27,6 +30,7 @@ import numpy as np
 from .. import native
 from ..dispatch import fast_path
 from ..errors import KernelError
+from ..parallel import parallel_for
 from ..ops_ml import op_linear, op_svm
 from ..ops_ml._common import ML_DOMAIN, apply_transform
 
@@ -288,3 +292,94 @@ def normalizer_compiled(op: Any, x: np.ndarray) -> Executor | None:
         return (out.reshape(shape),)
 
     return run
+
+
+# -- TreeEnsemble, TreeEnsembleRegressor, TreeEnsembleClassifier ------------------------------------
+
+#: the module of the compiled tree walk
+TREE_LOOPS = "onnxrt.native.tree_loops"
+#: node steps (rows x trees x depth) per part of a compiled walk shared over the pool
+TREE_PART_STEPS = 1 << 21
+#: at most this many C-contiguous rows (without "has a vote" flags) go to the compiled walk
+#: with the fewest Python steps: one row through a model is mostly per-call cost
+TREE_FEW_ROWS = 64
+_NO_LEAVES = np.zeros((0, 0), dtype=np.intp)
+
+
+def _tree_walk(forest: Any, k: Any, x: np.ndarray, aggregate: str, need_has: bool = False,
+               threads: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """:meth:`Forest.aggregate`'s (scores, has) for SUM or AVERAGE of float rows by the
+    compiled walk (native.tree_loops.forest_walk): each row's leaves and their votes in one
+    pass; rows split over the pool from a few million node steps."""
+    n = x.shape[0]
+    if n <= TREE_FEW_ROWS and not need_has and x.flags.c_contiguous and x.shape[1] >= forest.n_features:
+        fast = forest._tables.get(("few_rows", x.dtype))
+        if fast is None:
+            nodes, thr, leaf_row, roots = forest._compiled_tables(x.dtype)
+            fast = forest._tables[("few_rows", x.dtype)] = (nodes, thr, leaf_row, roots, np.ascontiguousarray(forest.weights))
+        nodes, thr, leaf_row, roots, weights = fast
+        scores = np.zeros((n, forest.n_targets))
+        k.forest_walk(x.reshape(-1), x.shape[1], 0, n, nodes, thr, leaf_row, roots, forest.depth, weights, _NO_LEAVES, scores)
+        if aggregate == "AVERAGE":
+            scores /= len(roots)
+        return scores, None
+    forest._check_features(x)
+    ntrees = len(forest.roots)
+    scores = np.zeros((n, forest.n_targets), dtype=np.float64)
+    has = np.zeros((n, forest.n_targets), dtype=bool) if need_has else None
+    if n == 0:
+        return scores, has
+    all_has = need_has and forest._all_has()
+    nf = x.shape[1]
+    flat = np.ascontiguousarray(x).reshape(-1)
+    nodes, thr, leaf_row, roots = forest._compiled_tables(x.dtype)
+    leaves = np.empty((n, ntrees), dtype=np.intp) if need_has and not all_has else _NO_LEAVES
+    weights = forest._tables.get("weights_c")
+    if weights is None:
+        weights = forest._tables["weights_c"] = np.ascontiguousarray(forest.weights)
+    depth = forest.depth
+    steps = max(1, ntrees * max(depth, 1))
+    part = max(1, TREE_PART_STEPS // steps)
+    if n < 2 * part:
+        k.forest_walk(flat, nf, 0, n, nodes, thr, leaf_row, roots, depth, weights, leaves, scores)
+    else:
+        bounds = list(range(0, n, part)) + [n]
+        parallel_for(len(bounds) - 1, lambda lo, hi: k.forest_walk(
+            flat, nf, bounds[lo], bounds[hi], nodes, thr, leaf_row, roots, depth, weights, leaves, scores),
+            work_per_item=part * steps, threads=threads)
+    if need_has:
+        if all_has:
+            has[:] = True
+        else:
+            has[:] = forest.has.take(leaves, axis=0).any(axis=1)
+    if aggregate == "AVERAGE":
+        scores /= ntrees
+    return scores, has
+
+
+def _tree_when(op: Any, x: Any) -> bool:
+    """Rows of numbers (compared as floats), a SUM or AVERAGE of trees with <, <=, >, >= splits only."""
+    forest = op.forest
+    return (type(x) is _nd and (x.ndim == 1 or x.ndim == 2) and x.dtype.kind in "fiu"
+            and getattr(op, "_aggregate", "SUM") in ("SUM", "AVERAGE")
+            and bool(forest._tables["canonical"]) and len(forest.roots) > 0)
+
+
+@fast_path(("TreeEnsemble", "TreeEnsembleRegressor", "TreeEnsembleClassifier"), "compiled walk", domain=ML_DOMAIN,
+           native=True, prepared=True, when=_tree_when)
+def tree_ensemble_compiled(op: Any, x: np.ndarray) -> Executor | None:
+    """Tree ensembles (SUM, AVERAGE; comparison splits): each row's walk through every tree in one compiled pass.
+
+    The operator's own post-processing (base values, transform, labels) runs on the
+    scores as in the reference (its ``_predict``); up to TREE_FEW_ROWS contiguous rows
+    take the walk with the fewest Python steps.
+    """
+    k = native.kernels(TREE_LOOPS)
+    if k is None:
+        return None
+    forest = op.forest
+
+    def walk(x: np.ndarray, aggregate: str, need_has: bool = False, threads: int | None = None) -> tuple:
+        return _tree_walk(forest, k, x, aggregate, need_has, threads)
+
+    return lambda x: op._predict(x, walk)

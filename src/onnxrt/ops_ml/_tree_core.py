@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidAttributeError, KernelError
-from .. import native as _jit
 from ..parallel import parallel_for
 
 #: node modes, numbered as TreeEnsemble (ml opset 5) encodes them; LEAF only exists before opset 5
@@ -32,13 +31,10 @@ _CHUNK_ELEMENTS = 100_000
 #: at most this many targets are aggregated one by one (contiguous take + sum per target);
 #: beyond, one [rows, trees, targets] gather
 _PER_TARGET = 16
-#: node steps (rows x trees x depth) per part of a compiled walk shared over the pool
-_JIT_PART_STEPS = 1 << 21
-_NO_LEAVES = np.zeros((0, 0), dtype=np.intp)
-#: at most this many rows take :meth:`Forest.sum_few_rows` (the compiled walk, fewest checks)
-FEW_ROWS = 64
-_TREES = "onnxrt.native.tree_loops"
 _NO_SCORES = np.zeros((0, 0), dtype=np.float64)
+# Forest.aggregate is the reference walk (numpy, level by level for all rows at once). The
+# compiled walk (native.tree_loops.forest_walk over :meth:`Forest._compiled_tables`) is a
+# declared fast path of the tree operators: onnxrt/fastpaths/ml.py.
 
 
 def _has_nan(flat: np.ndarray) -> bool:
@@ -329,15 +325,6 @@ class Forest:
         if n == 0 or ntrees == 0:
             return scores, has
         all_has = want_has and self._all_has()
-        if not extreme and x.dtype.kind == "f" and self._tables["canonical"]:
-            k = _jit.kernels(_TREES)
-            if k is not None:
-                self._aggregate_compiled(k, x, scores, has if want_has and not all_has else None, threads)
-                if want_has and all_has:
-                    has[:] = True
-                if aggregate == "AVERAGE":
-                    scores /= ntrees
-                return scores, has
         walk = self._walker(x)
         step = self._chunk_rows()
         bounds = list(range(0, n, step)) + [n]
@@ -391,29 +378,6 @@ class Forest:
             )
         return out
 
-    def sum_few_rows(self, x: np.ndarray, average: bool = False) -> np.ndarray | None:
-        """SUM (or AVERAGE) scores [N, targets] of up to FEW_ROWS C-contiguous float rows by the
-        compiled walk, with the fewest Python steps (one row through a model is mostly
-        per-call cost); None where that path does not apply, for :meth:`aggregate` to run."""
-        if not _jit.ENABLED or x.ndim != 2 or x.shape[0] > FEW_ROWS or not x.flags.c_contiguous:
-            return None
-        fast = self._tables.get(("few_rows", x.dtype))
-        if fast is None:
-            k = _jit.kernels(_TREES) if x.dtype.kind == "f" and self._tables["canonical"] and len(self.roots) else None
-            if k is None:
-                return None
-            nodes, thr, leaf_row, roots = self._compiled_tables(x.dtype)
-            fast = self._tables[("few_rows", x.dtype)] = (k.forest_walk, nodes, thr, leaf_row, roots, np.ascontiguousarray(self.weights))
-        if x.shape[1] < self.n_features:
-            return None  # aggregate() raises the error
-        walk, nodes, thr, leaf_row, roots, weights = fast
-        n = x.shape[0]
-        scores = np.zeros((n, self.n_targets))
-        walk(x.reshape(-1), x.shape[1], 0, n, nodes, thr, leaf_row, roots, self.depth, weights, _NO_LEAVES, scores)
-        if average:
-            scores /= len(roots)
-        return scores
-
     def _level_order(self) -> np.ndarray:
         """Every node once: the roots, then the nodes one level down, and so on (children of
         a node next to each other), then the nodes no root reaches."""
@@ -432,31 +396,6 @@ class Forest:
             frontier = np.stack([self.false_child[inner], self.true_child[inner]], axis=1).reshape(-1)
         parts.append(np.nonzero(~seen)[0])
         return np.concatenate(parts).astype(np.intp)
-
-    def _aggregate_compiled(self, k, x: np.ndarray, scores: np.ndarray, has: np.ndarray | None, threads: int | None) -> None:
-        """SUM of the leaf votes into ``scores`` by the compiled walk (and ``has`` from the
-        leaves reached, when given); rows split over the pool from a few million node steps."""
-        n, nf = x.shape
-        flat = np.ascontiguousarray(x).reshape(-1)
-        nodes, thr, leaf_row, roots = self._compiled_tables(x.dtype)
-        leaves = np.empty((n, len(roots)), dtype=np.intp) if has is not None else _NO_LEAVES
-        weights = self._tables.get("weights_c")
-        if weights is None:
-            weights = self._tables["weights_c"] = np.ascontiguousarray(self.weights)
-        depth = self.depth
-        steps = max(1, len(roots) * max(depth, 1))
-        part = max(1, _JIT_PART_STEPS // steps)
-        if n < 2 * part:
-            k.forest_walk(flat, nf, 0, n, nodes, thr, leaf_row, roots, depth, weights, leaves, scores)
-        else:
-            bounds = list(range(0, n, part)) + [n]
-            parallel_for(
-                len(bounds) - 1,
-                lambda lo, hi: k.forest_walk(flat, nf, bounds[lo], bounds[hi], nodes, thr, leaf_row, roots, depth, weights, leaves, scores),
-                work_per_item=part * steps, threads=threads,
-            )
-        if has is not None:
-            has[:] = self.has.take(leaves, axis=0).any(axis=1)
 
     def _per_target(self, table: np.ndarray, key: str) -> np.ndarray:
         """A [targets, leaves] contiguous copy of a [leaves, targets] table (cached)."""

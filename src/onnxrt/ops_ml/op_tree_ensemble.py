@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -322,11 +323,16 @@ class TreeEnsemble(OpRun):
         self.forest = forest_from_v5(self)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return self._predict(x, self.forest.aggregate)
+
+    def _predict(self, x: np.ndarray, aggregate: Callable[..., tuple]) -> tuple:
+        """The outputs, the trees' scores by ``aggregate`` (:meth:`Forest.aggregate`, or the
+        compiled walk of a fast path, onnxrt/fastpaths/ml.py)."""
         x = _matrix(x, self)
         # float16 is compared as float32 (exact: float16 values and splits are float32 values)
         xw = x.astype(np.float32) if x.dtype == np.float16 else x
         self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
-        scores, _ = self.forest.aggregate(xw, self._aggregate, threads=session_threads(self.options))
+        scores, _ = aggregate(xw, self._aggregate, threads=session_threads(self.options))
         scores = apply_transform(self._transform, scores)
         return (scores.astype(x.dtype),)
 
@@ -370,11 +376,13 @@ class TreeEnsembleRegressor(_TreeV1):
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return self._predict(x, self.forest.aggregate)
+
+    def _predict(self, x: np.ndarray, aggregate: Callable[..., tuple]) -> tuple:
+        """The output, the trees' scores by ``aggregate`` (:meth:`Forest.aggregate`, or a fast path's compiled walk)."""
         x = self._threshold_input(x)
         self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
-        scores = self.forest.sum_few_rows(x, self._aggregate == "AVERAGE") if self._aggregate in ("SUM", "AVERAGE") else None
-        if scores is None:
-            scores, _ = self.forest.aggregate(x, self._aggregate, threads=session_threads(self.options))
+        scores, _ = aggregate(x, self._aggregate, threads=session_threads(self.options))
         if self._base is not None:
             add_columns(scores, self._base)
         scores = apply_transform(self._transform, scores)
@@ -424,11 +432,13 @@ class TreeEnsembleClassifier(_TreeV1):
         self._need_has = self._base is None and self._single_id is None and not self.forest._all_has()
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):
+        return self._predict(x, self.forest.aggregate)
+
+    def _predict(self, x: np.ndarray, aggregate: Callable[..., tuple]) -> tuple:
+        """Labels and scores, the trees' sums by ``aggregate`` (:meth:`Forest.aggregate`, or a fast path's compiled walk)."""
         need_has = self._need_has
         x = self._threshold_input(x)
-        scores = None if need_has else self.forest.sum_few_rows(x)
-        if scores is None:
-            scores, has = self.forest.aggregate(x, "SUM", need_has=need_has, threads=session_threads(self.options))
+        scores, has = aggregate(x, "SUM", need_has=need_has, threads=session_threads(self.options))
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:
