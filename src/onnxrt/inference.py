@@ -20,7 +20,7 @@ from .model import check_versions, load_limit, load_model
 from . import native as _jit
 from .native import no_jit_run
 from .parallel import EAGER_BLAS_SIZE, RunScope
-from .plan import Plan, Step, optimization_level
+from .plan import Hooks, Plan, Step, optimization_level
 from .ortvalue import SparseFeed
 
 
@@ -513,7 +513,7 @@ class OnnxInference:
             finally:
                 _FP_STATE.reset(token)
         out = []
-        for s in self.plan._output_slots:
+        for s in self.plan.output_slots:
             v = values[s]
             out.append(v if type(v) is np.ndarray and v.flags.writeable else _output_value(v))
         return _distinct(out) if len(out) > 1 else out
@@ -531,8 +531,8 @@ class OnnxInference:
         if output_names is None and not (intermediate or verbose or trace is not None):
             values = plan.run_dict(feeds)  # the hot path
             if len(plan.output_names) == 1:
-                return {plan.output_names[0]: _output_value(values[plan._output_slots[0]])}
-            return dict(zip(plan.output_names, _distinct([_output_value(values[s]) for s in plan._output_slots])))
+                return {plan.output_names[0]: _output_value(values[plan.output_slots[0]])}
+            return dict(zip(plan.output_names, _distinct([_output_value(values[s]) for s in plan.output_slots])))
         wanted = output_names if output_names is not None else self.output_names
         if intermediate or any(n not in plan.slots for n in wanted):
             plan = self.plain_plan  # the values of the graph as written, before optimisation
@@ -545,10 +545,8 @@ class OnnxInference:
         keep = intermediate or bool(extra)
         if keep or verbose or trace is not None:
             hook = _verbose_trace(verbose, fLOG, trace) if verbose else trace
-            values = plan._template.copy()
-            for name, v in feeds.items():
-                values[plan.slots[name]] = v
-            plan._execute_slow(values, hook, keep=keep)
+            values = plan.new_values(feeds)
+            plan.execute(values, Hooks(after=hook, keep=keep))
             if intermediate:
                 names = [n for n, s in plan.slots.items() if s < len(values)]
                 return dict(zip(names, _distinct([_output_value(values[plan.slots[n]]) for n in names])))

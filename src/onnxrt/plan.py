@@ -1,4 +1,11 @@
-"""The execution plan: values in a flat list of slots, each step a bound kernel with slot indices."""
+"""The execution plan: values in a flat list of slots, each step a bound kernel with slot indices.
+
+A :class:`Plan` is built in named stages (its docstring lists them) and run by one loop,
+:meth:`Plan._loop`, over a step table (:func:`_row`). Hooks (:class:`Hooks`: a callable
+before and after each node, intermediates kept, input types checked) run through the same
+loop on a table derived from the plain one, as do Loop, Scan and SequenceMap bodies
+(:meth:`Plan.runner`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -26,7 +33,7 @@ _SINK = 1  # slot receiving outputs a node produces but nobody named: never read
 
 @dataclass
 class Step:
-    """One node of the plan."""
+    """One node of the plan: its kernel and the slots it reads and writes."""
 
     op: OpRun
     fn: Callable[..., tuple[Any, ...]]
@@ -45,6 +52,78 @@ class Step:
     @property
     def op_type(self) -> str:
         return self.node.proto.op_type
+
+    @property
+    def kernel(self) -> OpRun:
+        """The bound kernel (an :class:`OpRun`), the same object as :attr:`op`."""
+        return self.op
+
+    @property
+    def input_names(self) -> list[str]:
+        """The names of the node's inputs ("" for an omitted one), in the order of :attr:`inputs`."""
+        return list(self.node.proto.input)
+
+    @property
+    def output_names(self) -> list[str]:
+        """The names of the node's outputs, in the order of :attr:`outputs`."""
+        return list(self.node.proto.output)
+
+
+@dataclass
+class Hooks:
+    """What :meth:`Plan.execute` does around each node besides running it.
+
+    ``before(step, args)`` is called before the node's kernel, ``after(step, args, results,
+    seconds)`` after it (the ``trace`` of :meth:`onnxrt.OnnxInference.run`; ``seconds`` is the
+    kernel's time). ``keep``: no value is released after its last reader (every intermediate
+    stays in the value list). ``check_types``: every node's input types are checked against
+    its schema before it runs (a plan does so on its first run anyway). An exception a hook
+    raises leaves the run as it is, not wrapped as a node's failure."""
+
+    before: Callable[[Step, list[Any]], None] | None = None
+    after: Callable[[Step, list[Any], tuple[Any, ...], float], None] | None = None
+    keep: bool = False
+    check_types: bool = False
+
+
+class StageRecord(NamedTuple):
+    """One stage of a plan's construction (:attr:`Plan.stage_log`)."""
+
+    name: str
+    seconds: float
+    #: what the stage left, in a few words ("12 nodes", "31 slots")
+    summary: str
+
+
+class _HookError(Exception):
+    """Carries an exception a hook raised through :meth:`Plan._loop`, which re-raises it as it was."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+class _Scope(NamedTuple):
+    """What the expand stage knows of the names around the nodes, for binding their subgraphs."""
+
+    #: the graph's inputs and initializers
+    local: set[str]
+    #: every name a subgraph may read: defined in this graph or visible from the enclosing ones
+    visible: set[str]
+    #: stored position of each node output (onnx's checker scopes names by it)
+    stored_at: dict[str, int]
+    outer_in_scope: Callable[[str], bool] | None
+
+
+def _row(index: int, st: Step) -> tuple[Any, ...]:
+    """One row of a step table, the tuple :meth:`Plan._loop` unpacks: (index, fn, get, in0,
+    out0, outputs, frees, context). ``get`` fetches 2+ inputs (an itemgetter) or, for a node
+    with a context, is its tuple of input slots; ``in0`` is the single input's slot (-1: not
+    one input, or a context); ``out0`` the single output's slot (-1: several, or none named)."""
+    get: Any = st.inputs if st.context else operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
+    in0 = st.inputs[0] if len(st.inputs) == 1 and not st.context else -1
+    out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
+    return (index, st.fn, get, in0, out0, st.outputs, st.frees, st.context)
 
 
 def _readonly(arr: Any) -> Any:
@@ -67,15 +146,6 @@ def _frozen(arr: Any) -> Any:
     for a in reversed(chain):  # a view's flag can only be cleared after its base's
         a.flags.writeable = False
     return arr
-
-
-def _fast_step(st: Step) -> tuple[Any, ...]:
-    """The tuple the hot loop unpacks: (fn, getter of 2+ inputs, single input slot,
-    single output slot, output slots, slots to free, context)."""
-    getter = operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
-    in0 = st.inputs[0] if len(st.inputs) == 1 else -1
-    out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
-    return (st.fn, getter, in0, out0, st.outputs, st.frees, st.context)
 
 
 def optimization_level(options: Any) -> int:
@@ -115,6 +185,31 @@ class Plan:
     whose type the graph does not fix (an input declaring no element type or fed unchecked,
     an outer-scope value, the output of a node holding subgraphs) and the steps after them
     are checked on every run, once per combination of input types (:func:`_checked`).
+
+    Construction runs these stages in order (each logged in :attr:`stage_log`):
+
+    1. ``repair``: off-specification models onnxruntime runs (:mod:`onnxrt.compat`): opsets
+       completed, input dims checked, node protos repaired -> the node protos to compile.
+    2. ``load_constants``: initializers decoded and frozen, input and output names
+       -> :attr:`initializers`, :attr:`input_names`, :attr:`output_names`, :attr:`required_inputs`.
+    3. ``expand``: functions inlined, nodes sorted, outputs checked -> the sorted
+       :class:`GraphNode` list and the names in scope for subgraphs.
+    4. ``optimise``: :mod:`onnxrt.optim`'s passes at the options' level, nodes sorted again
+       -> nodes, :attr:`initializers` (folded constants) and :attr:`applied_passes`.
+    5. ``bind``: each node's kernel resolved in the registry and built (subgraphs compiled
+       into plans of their own); constant inputs marked -> one :class:`OpRun` per node.
+    6. ``allocate``: one slot per value (inputs, initializers, then node values in order;
+       0 and 1 are reserved) -> :attr:`slots`, :attr:`steps`, :attr:`input_slots`,
+       :attr:`output_slots`, :attr:`outer_slots`, :attr:`outer_inputs`, :attr:`n_slots`.
+    7. ``liveness``: each value released after its last reader (``Step.frees``), outputs and
+       initializers kept -> the template value list (:meth:`new_values`).
+    8. ``type_checks``: the steps whose input types may change from run to run wrap their
+       kernel in a per-run check (``Step.fn``).
+    9. ``tables``: the step table :meth:`_loop` runs (:func:`_row`).
+
+    Running: :meth:`new_values` then :meth:`execute` (with optional :class:`Hooks`), or
+    :meth:`run_dict` / :meth:`run_list`, or :meth:`runner` for a body run many times; every
+    one of them executes steps through :meth:`_loop` only.
     """
 
     def __init__(
@@ -133,25 +228,62 @@ class Plan:
     ):
         self.graph = graph
         self.name = graph.name
-        # off-specification models onnxruntime runs (onnxrt.compat): each reported once
-        opsets = compat.complete_opsets(graph, opsets, options)
-        compat.check_input_dims(graph, options)
-        protos, shadowed, replaced = compat.repair_nodes(graph, outer_names, options, outer_in_scope)
-        if shadowed:  # inside this graph its own values win over the enclosing graphs' ones
-            outer_names = frozenset(set(outer_names) - shadowed)
-        self.opsets = opsets
         self.base_dir = base_dir
         self.functions = functions or {}
         self.options = options
         #: (domain, op_type) of off-specification operators already reported for this graph
         self._reported: set[tuple[str, str]] = set()
+        #: the construction's stages, in the order they ran
+        self.stage_log: list[StageRecord] = []
+        log = self._log
+        t = time.perf_counter()
+        protos, outer_names, replaced = self._stage_repair(opsets, outer_names, outer_in_scope)
+        t = log("repair", t, f"{len(protos)} nodes")
+        self._stage_load_constants(replaced)
+        t = log("load_constants", t, f"{len(self.initializers)} initializers")
+        nodes, scope = self._stage_expand(protos, outer_names, outer_in_scope)
+        t = log("expand", t, f"{len(nodes)} nodes")
+        nodes = self._stage_optimise(nodes, outer_names, value_info, optimize, overridable_initializers)
+        t = log("optimise", t, f"{len(nodes)} nodes, passes {self.applied_passes}")
+        ops = self._stage_bind(nodes, scope, optimize, overridable_initializers)
+        t = log("bind", t, f"{len(ops)} kernels")
+        self._stage_allocate(nodes, ops)
+        t = log("allocate", t, f"{self.n_slots} slots")
+        self._stage_liveness()
+        t = log("liveness", t, f"{sum(len(st.frees) for st in self.steps)} releases")
+        self._stage_type_checks(checked_feeds)
+        t = log("type_checks", t, f"{len(self._dynamic_steps)} steps checked every run")
+        self._stage_tables()
+        log("tables", t, f"{len(self._table)} rows")
 
-        # --- constants -------------------------------------------------------------
+    def _log(self, name: str, t0: float, summary: str) -> float:
+        t = time.perf_counter()
+        self.stage_log.append(StageRecord(name, t - t0, summary))
+        return t
+
+    # --- construction stages --------------------------------------------------------------
+
+    def _stage_repair(
+        self, opsets: dict[str, int], outer_names: set[str] | frozenset[str], outer_in_scope: Callable[[str], bool] | None
+    ) -> tuple[list[onnx.NodeProto], set[str] | frozenset[str], set[str]]:
+        """Report and repair what breaks the specification: (node protos, outer names, replaced initializers)."""
+        graph, options = self.graph, self.options
+        # off-specification models onnxruntime runs (onnxrt.compat): each reported once
+        self.opsets = compat.complete_opsets(graph, opsets, options)
+        compat.check_input_dims(graph, options)
+        protos, shadowed, replaced = compat.repair_nodes(graph, outer_names, options, outer_in_scope)
+        if shadowed:  # inside this graph its own values win over the enclosing graphs' ones
+            outer_names = frozenset(set(outer_names) - shadowed)
+        return protos, outer_names, replaced
+
+    def _stage_load_constants(self, replaced: set[str]) -> None:
+        """Decode the initializers (frozen: kernels may cache what they derive) and list the inputs and outputs."""
+        graph = self.graph
         self.initializers: dict[str, Any] = {}
-        limit = load_limit(options)
+        limit = load_limit(self.options)
         for init in graph.initializer:
             if init.name not in replaced:  # (a Constant node of that name replaces it)
-                self.initializers[init.name] = _frozen(initializer_array(init, base_dir, limit))
+                self.initializers[init.name] = _frozen(initializer_array(init, self.base_dir, limit))
         for sp in graph.sparse_initializer:
             if sp.values.name in replaced:
                 continue
@@ -166,11 +298,15 @@ class Plan:
         #: inputs that must be fed (those without an initializer of the same name)
         self.required_inputs = [n for n in self.input_names if n not in self.initializers]
 
-        # --- nodes: expand functions, sort, bind kernels --------------------------------
+    def _stage_expand(
+        self, protos: list[onnx.NodeProto], outer_names: set[str] | frozenset[str], outer_in_scope: Callable[[str], bool] | None
+    ) -> tuple[list[GraphNode], _Scope]:
+        """Inline functions, sort the nodes and check every output is defined: (nodes, scope for subgraphs)."""
+        graph, opsets = self.graph, self.opsets
         nodes = [GraphNode(n, opsets) for n in protos]
         # value types are only looked up to build context-dependent function bodies
         types = ValueTypes(graph, opsets, self.functions)
-        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types, budget=expansion_budget(options))
+        nodes = expand(nodes, self.functions, opsets, schema_body=_schema_body, types=types, budget=expansion_budget(self.options))
         local = set(self.input_names) | set(self.initializers)
         available = local | set(outer_names)
         order = sort_nodes(nodes, available, graph.name)
@@ -182,11 +318,20 @@ class Plan:
         for name in self.output_names:
             if name not in visible:
                 raise GraphError(f"Graph {graph.name!r} declares output {name!r}, which nothing defines.")
+        # stored position of each node output: the names in scope at a node are the graph's
+        # inputs and initializers, the outputs of the nodes stored before it, and what was in
+        # scope at the node holding this graph (onnx's checker reads scopes so)
+        stored_at = {o: i for i, p in enumerate(protos) for o in p.output if o}
+        return nodes, _Scope(local, visible, stored_at, outer_in_scope)
 
-        # --- graph optimisations (onnxrt.optim), on the checked and sorted graph ------------
+    def _stage_optimise(
+        self, nodes: list[GraphNode], outer_names: set[str] | frozenset[str], value_info: dict[str, Any] | None,
+        optimize: bool, overridable_initializers: bool,
+    ) -> list[GraphNode]:
+        """Run onnxrt.optim's passes at the options' level on the checked, sorted nodes; sort again."""
         #: names of the optimisation passes that changed this graph
         self.applied_passes: list[str] = []
-        level = optimization_level(options) if optimize else 0
+        level = optimization_level(self.options) if optimize else 0
         if level > 0 and nodes:
             from .optim import optimize as run_passes
 
@@ -194,19 +339,31 @@ class Plan:
             if not info:
                 from .optim.graph import value_info_map
 
-                info = value_info_map(graph)
+                info = value_info_map(self.graph)
             # IR < 4 lists every initializer as an input, yet they are constants (as in onnxruntime)
             overridable = {n for n in self.input_names if n in self.initializers} if overridable_initializers else set()
             nodes, consts, self.applied_passes = run_passes(
-                nodes, self.initializers, self.input_names, self.output_names, level, info, overridable, options
+                nodes, self.initializers, self.input_names, self.output_names, level, info, overridable, self.options
             )
             self.initializers = {k: _readonly(v) for k, v in consts.items()}
-            nodes = [nodes[i] for i in sort_nodes(nodes, set(self.input_names) | set(self.initializers) | set(outer_names), graph.name)]
-            defined = set(self.input_names) | set(self.initializers)
-            for gn in nodes:
-                defined.update(o for o in gn.output if o)
+            available = set(self.input_names) | set(self.initializers) | set(outer_names)
+            nodes = [nodes[i] for i in sort_nodes(nodes, available, self.graph.name)]
+        return nodes
 
-        # --- slots ---------------------------------------------------------------------
+    def _stage_bind(self, nodes: list[GraphNode], scope: _Scope, optimize: bool, overridable_initializers: bool) -> list[OpRun]:
+        """Resolve and build each node's kernel (compiling its subgraphs); mark its constant inputs."""
+        # the initializers no feed can replace: kernels may cache what they derive from them
+        constants = set(self.initializers) - (set(self.input_names) if overridable_initializers else set())
+        ops = []
+        for gn in nodes:
+            op = self._make_op(gn, self._subgraph_compiler(gn, scope, optimize))
+            if consts := [i for i, n in enumerate(gn.input) if n in constants]:
+                op.set_const_inputs(consts)
+            ops.append(op)
+        return ops
+
+    def _stage_allocate(self, nodes: list[GraphNode], ops: list[OpRun]) -> None:
+        """Give every value a slot and build the steps (kernel, input and output slots, context)."""
         self.slots: dict[str, int] = {}
 
         def slot(name: str, output: bool = False) -> int:
@@ -221,40 +378,12 @@ class Plan:
             slot(name)
         for name in self.initializers:
             slot(name)
-        outer_used: list[str] = []
-
-        # stored position of each node output: the names in scope at a node are the graph's
-        # inputs and initializers, the outputs of the nodes stored before it, and what was in
-        # scope at the node holding this graph (onnx's checker reads scopes so)
-        stored_at = {o: i for i, p in enumerate(protos) for o in p.output if o}
-
-        def compile_graph_for(gn: GraphNode) -> Callable[[GraphProto, str], Plan]:
-            at = next((stored_at[o] for o in gn.output if o in stored_at), None)
-
-            def in_scope(name: str) -> bool:
-                if name in local or at is None:
-                    return True
-                i = stored_at.get(name)
-                if i is not None:
-                    return i < at
-                return outer_in_scope(name) if outer_in_scope is not None else True
-
-            def compile_graph(sub: GraphProto, att_name: str, optimize_sub: bool = True) -> Plan:
-                # a kernel that inspects the subgraph's operators (Gradient) asks for it unoptimised
-                return Plan(
-                    sub, gn.opsets, base_dir, self.functions, outer_names=visible, options=options,
-                    optimize=optimize and optimize_sub, outer_in_scope=in_scope,
-                )
-
-            return compile_graph
-
-        # the initializers no feed can replace: kernels may cache what they derive from them
-        constants = set(self.initializers) - (set(self.input_names) if overridable_initializers else set())
-        self.steps: list[Step] = []
+        defined = set(self.input_names) | set(self.initializers)
         for gn in nodes:
-            op = self._make_op(gn, compile_graph_for(gn))
-            if consts := [i for i, n in enumerate(gn.input) if n in constants]:
-                op.set_const_inputs(consts)
+            defined.update(o for o in gn.output if o)
+        outer_used: list[str] = []
+        self.steps: list[Step] = []
+        for gn, op in zip(nodes, ops):
             ins = tuple(slot(n) for n in gn.input)
             outs = tuple(slot(n, output=True) for n in gn.output)
             ctx_names = list(op.implicit_inputs)
@@ -269,17 +398,21 @@ class Plan:
         for n in self.output_names:
             if n not in defined and n not in outer_used:
                 outer_used.append(n)
+        #: the outer-scope names this graph reads (bound from ``context`` at each run)
         self.outer_inputs: list[str] = outer_used
-        self._outer_slots = tuple((n, slot(n)) for n in outer_used)
+        #: (name, slot) of each outer-scope value
+        self.outer_slots = tuple((n, slot(n)) for n in outer_used)
         self.n_slots = len(self.slots) + 2
-        self._output_slots = tuple(self.slots[n] for n in self.output_names)
-        self._input_slots = tuple(self.slots[n] for n in self.input_names)
+        #: the slots of the graph's outputs and inputs, in declaration order
+        self.output_slots = tuple(self.slots[n] for n in self.output_names)
+        self.input_slots = tuple(self.slots[n] for n in self.input_names)
         #: whether some kernel may call BLAS (OpRun.uses_blas): runs of other plans leave
         #: BLAS's thread count as it is (RunScope)
         self.uses_blas = any(getattr(st.op, "uses_blas", True) for st in self.steps)
 
-        # --- liveness: release a value after its last reader ----------------------------------
-        keep = set(self._output_slots) | {self.slots[n] for n in self.initializers}
+    def _stage_liveness(self) -> None:
+        """Release each value after its last reader (outputs and initializers stay); fill the value template."""
+        keep = set(self.output_slots) | {self.slots[n] for n in self.initializers}
         last: dict[int, int] = {}
         for i, st in enumerate(self.steps):
             for s in st.inputs:
@@ -294,22 +427,28 @@ class Plan:
                 frees[i].append(s)
         for st, fr in zip(self.steps, frees):
             st.frees = tuple(fr)
-
         template: list[Any] = [None] * self.n_slots
         for name, value in self.initializers.items():
             template[self.slots[name]] = value
         self._template = template
+
+    def _stage_type_checks(self, checked_feeds: bool) -> None:
+        """Wrap the kernels of the steps whose input types may change from run to run in a check."""
         #: every step's input types are checked on the first run; those of _dynamic_steps on every run
         self._types_checked = False
-        fixed = self._fixed_input_slots(graph) if checked_feeds else set()
-        self._dynamic_steps = _dynamic_steps(self.steps, set(self._input_slots) - fixed, self._outer_slots)
+        fixed = self._fixed_input_slots(self.graph) if checked_feeds else set()
+        self._dynamic_steps = _dynamic_steps(self.steps, set(self.input_slots) - fixed, self.outer_slots)
         #: the kernels of the checked steps, unwrapped (runner's calls of input types seen before)
         self._unchecked: dict[int, Callable[..., Any]] = {}
         for i in self._dynamic_steps:
             st = self.steps[i]
             self._unchecked[i] = st.fn
             st.fn = _checked(st.op, st.fn)
-        self._fast = [_fast_step(st) for st in self.steps]
+
+    def _stage_tables(self) -> None:
+        """Build the step table :meth:`_loop` runs."""
+        self._table = tuple(_row(i, st) for i, st in enumerate(self.steps))
+        self._runner_cache: tuple[Any, ...] | None = None
 
     def _fixed_input_slots(self, graph: GraphProto) -> set[int]:
         """Slots of the graph inputs whose feeds are checked against a declared element type
@@ -321,7 +460,27 @@ class Plan:
                 fixed.add(self.slots[vi.name])
         return fixed
 
-    # ---------------------------------------------------------------------------------
+    def _subgraph_compiler(self, gn: GraphNode, scope: _Scope, optimize: bool) -> Callable[..., Plan]:
+        """``compile_graph(sub, att_name, optimize_sub=True) -> Plan`` for the subgraphs of ``gn``."""
+        local, visible, stored_at, outer_in_scope = scope
+        at = next((stored_at[o] for o in gn.output if o in stored_at), None)
+
+        def in_scope(name: str) -> bool:
+            if name in local or at is None:
+                return True
+            i = stored_at.get(name)
+            if i is not None:
+                return i < at
+            return outer_in_scope(name) if outer_in_scope is not None else True
+
+        def compile_graph(sub: GraphProto, att_name: str, optimize_sub: bool = True) -> Plan:
+            # a kernel that inspects the subgraph's operators (Gradient) asks for it unoptimised
+            return Plan(
+                sub, gn.opsets, self.base_dir, self.functions, outer_names=visible, options=self.options,
+                optimize=optimize and optimize_sub, outer_in_scope=in_scope,
+            )
+
+        return compile_graph
 
     def _make_op(self, gn: GraphNode, compile_graph: Callable[..., Any]) -> OpRun:
         node = gn.proto
@@ -335,7 +494,7 @@ class Plan:
                 self.options,
                 f"Node {node.name!r} uses {node.op_type!r} at opset {gn.opsets.get(domain)} of domain "
                 f"{domain or 'ai.onnx'!r}, which {note}; onnxrt runs it so.",
-                UnsupportedOperatorError, stacklevel=5,
+                UnsupportedOperatorError, stacklevel=6,
             )
         try:
             # graph: the graph holding the node (Gradient differentiates part of it)
@@ -348,7 +507,77 @@ class Plan:
         except Exception as e:  # a kernel constructor failing on its attributes
             raise GraphError(f"Node {node.name!r} ({node.op_type}) cannot be built: {e}") from e
 
-    # ---------------------------------------------------------------------------------
+    # --- running ----------------------------------------------------------------------------
+
+    def new_values(self, feeds: dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> list[Any]:
+        """A fresh value list for :meth:`execute`: the initializers in their slots, ``feeds``
+        (name -> value) and the outer-scope values this graph reads (from ``context``) bound."""
+        values = self._template.copy()
+        if feeds:
+            slots = self.slots
+            for name, v in feeds.items():
+                values[slots[name]] = v
+        if self.outer_slots:
+            for name, s in self.outer_slots:
+                values[s] = context[name]  # type: ignore[index]
+        return values
+
+    def outputs(self, values: list[Any]) -> list[Any]:
+        """The graph's outputs, in declaration order, from a value list :meth:`execute` ran on."""
+        return [values[s] for s in self.output_slots]
+
+    def execute(self, values: list[Any], hooks: Hooks | None = None) -> None:
+        """Run every step on ``values`` (from :meth:`new_values`), in place. The plan's first run
+        checks every node's input types against its schema; ``hooks`` (:class:`Hooks`) add a
+        callable before and after each node, keep every value, or check types again. Without
+        hooks, after the first run, the plain step table runs."""
+        if hooks is None and self._types_checked:
+            self._loop(self._table, values)
+            return
+        check = not self._types_checked
+        h = hooks if hooks is not None else Hooks()
+        self._loop(self._hooked_table(h, check or h.check_types), values)
+        self._types_checked = True
+
+    def _loop(self, table: tuple[tuple[Any, ...], ...], values: list[Any]) -> None:
+        """The run loop, the only one: executes the rows of a step table (:func:`_row`) on
+        ``values`` in order. A node's failure is raised as an onnxrt error naming the node and
+        describing its inputs; an exception a hook raised passes through as it was."""
+        index = 0
+        try:
+            # one tuple per step, unpacked once; the arity decides how inputs are fetched
+            for index, fn, get, in0, out0, outs, frees, ctx in table:
+                if ctx:
+                    res = fn(*[values[s] for s in get], context={n: values[s] for n, s in ctx})
+                elif in0 >= 0:
+                    res = fn(values[in0])
+                elif get is not None:
+                    res = fn(*get(values))
+                else:
+                    res = fn()
+                if out0 >= 0:
+                    values[out0] = res[0]
+                else:
+                    for s, r in zip(outs, res):
+                        values[s] = r
+                if frees:
+                    for s in frees:
+                        values[s] = None
+        except _HookError as e:
+            raise e.error from e.error.__cause__
+        except Exception as e:
+            raise self._wrap(e, index, values) from e
+
+    def _hooked_table(self, hooks: Hooks, check: bool) -> tuple[tuple[Any, ...], ...]:
+        """The step table with each kernel wrapped in ``hooks`` (and a type check when ``check``),
+        no value released when ``hooks.keep``."""
+        table = []
+        for row in self._table:
+            index, fn = row[0], row[1]
+            if check or hooks.before is not None or hooks.after is not None:
+                fn = _hooked(self.steps[index], fn, hooks, check)
+            table.append((index, fn, *row[2:6], () if hooks.keep else row[6], row[7]))
+        return tuple(table)
 
     def run_list(self, inputs: list[Any], context: dict[str, Any] | None = None) -> list[Any]:
         """Run with inputs in declaration order; returns outputs in declaration order.
@@ -357,42 +586,45 @@ class Plan:
         This is the entry point nested plans (If, Loop, Scan bodies) use.
         """
         values = self._template.copy()
-        for s, v in zip(self._input_slots, inputs):
+        for s, v in zip(self.input_slots, inputs):
             values[s] = v
-        if self._outer_slots:
-            for name, s in self._outer_slots:
+        if self.outer_slots:
+            for name, s in self.outer_slots:
                 values[s] = context[name]  # type: ignore[index]
-        self._execute(values)
-        return [values[s] for s in self._output_slots]
+        if self._types_checked:
+            self._loop(self._table, values)
+        else:
+            self.execute(values)
+        return [values[s] for s in self.output_slots]
 
     def runner(self, context: dict[str, Any] | None = None) -> Callable[[list[Any]], tuple[Any, ...]]:
         """``run(inputs) -> outputs`` (a tuple) for a subgraph run many times in a row (Loop, Scan
         and SequenceMap bodies): like :meth:`run_list`, with less work per call. One list of
         values is reused from call to call (no template copy), inputs are bound with a slice,
-        the steps run in a loop of their own, and an Identity whose output only leaves the
-        graph is not run: the output is fetched from its input (Identity hands over the same
-        object). Every call must give every input. A runner belongs to one kernel call (one
-        thread); outer values are bound again each call since their last reader releases them.
-        The first run of the plan takes the checked path of :meth:`_execute`. When the types
-        of the inputs and outer values decide every other (no node holds a subgraph), a call
-        whose input types an earlier call checked runs the steps without their checks."""
+        the steps run through :meth:`_loop` on a table derived from the plan's (:meth:`_runner_steps`),
+        and an Identity whose output only leaves the graph is not run: the output is fetched
+        from its input (Identity hands over the same object). Every call must give every input.
+        A runner belongs to one kernel call (one thread); outer values are bound again each call
+        since their last reader releases them. The first run of the plan takes the checked path
+        of :meth:`execute`. When the types of the inputs and outer values decide every other (no
+        node holds a subgraph), a call whose input types an earlier call checked runs the steps
+        without their checks."""
         values = self._template.copy()
-        in_slots, outer = self._input_slots, self._outer_slots
+        in_slots, outer = self.input_slots, self.outer_slots
         steps, fetch_slots, raw = self._runner_steps()
         seen: set[tuple[Any, ...]] = set()
         nd = np.ndarray
         outer_key = tuple(_type_key(context[n]) for n, _ in outer) if raw is not None and outer else ()  # type: ignore[index]
-        execute = self._execute
-        full_fetch = _fetcher(self._output_slots)
+        execute, loop = self.execute, self._loop
+        full_fetch = _fetcher(self.output_slots)
         fetch = _fetcher(fetch_slots)
         n_in = len(in_slots)
-        # the inputs own slots 1..n (they are numbered first): bound with one slice assignment
-        contiguous = in_slots == tuple(range(1, n_in + 1))
-        wrap = self._wrap
+        # the inputs own the slots after the two reserved ones (they are numbered first): bound with one slice
+        contiguous = in_slots == tuple(range(2, n_in + 2))
 
         def run(inputs: list[Any]) -> tuple[Any, ...]:
             if contiguous and len(inputs) == n_in:
-                values[1 : n_in + 1] = inputs
+                values[2 : n_in + 2] = inputs
             else:
                 for s, v in zip(in_slots, inputs):
                     values[s] = v
@@ -407,26 +639,7 @@ class Plan:
                 key = tuple([v.dtype if type(v) is nd else _type_key(v) for v in inputs]) + outer_key
                 if key in seen:
                     todo = raw
-            index = 0
-            try:
-                for index, fn, get, in0, out0, outs, frees, ctx in todo:
-                    if ctx:
-                        res = fn(*[values[s] for s in get], context={n: values[s] for n, s in ctx})
-                    elif in0 >= 0:
-                        res = fn(values[in0])
-                    else:
-                        res = fn(*get(values)) if get is not None else fn()
-                    if out0 >= 0:
-                        values[out0] = res[0]
-                    else:
-                        for s, r in zip(outs, res):
-                            if s:  # slot 0 stands for omitted inputs: it must stay None
-                                values[s] = r
-                    if frees:
-                        for s in frees:
-                            values[s] = None
-            except Exception as e:
-                raise wrap(e, index, values) from e
+            loop(todo, values)
             if todo is not raw and raw is not None:
                 seen.add(key)
             return fetch(values)
@@ -434,10 +647,11 @@ class Plan:
         return run
 
     def _runner_steps(self) -> tuple[tuple[tuple[Any, ...], ...], tuple[int, ...], tuple[tuple[Any, ...], ...] | None]:
-        """The steps :meth:`runner` runs, as (index, fn, getter, single input, single output,
-        outputs, frees, context), the slots its outputs are fetched from, and the steps without
-        their type checks when the input types decide all others (None otherwise). Computed once."""
-        cached = getattr(self, "_runner_cache", None)
+        """The step table :meth:`runner` runs (the plan's, less the Identity nodes whose output
+        only leaves the graph), the slots its outputs are fetched from, and the same table with
+        the kernels unwrapped from their type checks when the input types decide all others
+        (None otherwise). Computed once."""
+        cached = self._runner_cache
         if cached is not None:
             return cached
         read = {s for st in self.steps for s in st.inputs} | {s for st in self.steps for _, s in st.context}
@@ -448,99 +662,37 @@ class Plan:
             if (
                 proto.op_type == "Identity" and proto.domain in ("", "ai.onnx") and not st.context
                 and len(st.inputs) == 1 and len(st.outputs) == 1 and st.inputs[0] != _MISSING
-                and st.outputs[0] in self._output_slots and st.outputs[0] not in read
+                and st.outputs[0] in self.output_slots and st.outputs[0] not in read
                 # the input must stay alive until the outputs are fetched
                 and not any(st.inputs[0] in later.frees for later in self.steps[i + 1 :])
             ):
                 alias[st.outputs[0]] = st.inputs[0]
                 skipped.add(i)
-        steps = []
-        for i, st in enumerate(self.steps):
-            if i in skipped:
-                continue
-            # inputs: the slot list itself (with a context), one slot (in0), or an itemgetter
-            get: Any = st.inputs if st.context else operator.itemgetter(*st.inputs) if len(st.inputs) > 1 else None
-            in0 = st.inputs[0] if len(st.inputs) == 1 and not st.context else -1
-            out0 = st.outputs[0] if len(st.outputs) == 1 and st.outputs[0] != _SINK else -1
-            steps.append((i, st.fn, get, in0, out0, st.outputs, st.frees, st.context))
+        steps = tuple(row for row in self._table if row[0] not in skipped)
         raw = None
         if self._unchecked and not any(st.context or _holds_graph(st.node.proto) for st in self.steps):
-            raw = tuple((t[0], self._unchecked.get(t[0], t[1]), *t[2:]) for t in steps)
-        cached = (tuple(steps), tuple(alias.get(s, s) for s in self._output_slots), raw)
+            raw = tuple((row[0], self._unchecked.get(row[0], row[1]), *row[2:]) for row in steps)
+        cached = (steps, tuple(alias.get(s, s) for s in self.output_slots), raw)
         self._runner_cache = cached
         return cached
 
     def run_dict(self, feeds: dict[str, Any], context: dict[str, Any] | None = None, keep_all: bool = False) -> list[Any]:
-        """Run from a name -> value dict; returns the slot list (all values when ``keep_all``)."""
+        """Run from a name -> value dict; returns the slot list (all values when ``keep_all``):
+        :meth:`new_values` and :meth:`execute`, in one call on the hot path."""
         values = self._template.copy()
         slots = self.slots
         for name, v in feeds.items():
             values[slots[name]] = v
-        if self._outer_slots:
-            for name, s in self._outer_slots:
+        if self.outer_slots:
+            for name, s in self.outer_slots:
                 values[s] = context[name]  # type: ignore[index]
         if keep_all:
-            self._execute_slow(values, keep=True)
+            self.execute(values, Hooks(keep=True))
+        elif self._types_checked:
+            self._loop(self._table, values)
         else:
-            self._execute(values)
+            self.execute(values)
         return values
-
-    def _execute(self, values: list[Any]) -> None:
-        if not self._types_checked:
-            self._execute_slow(values)
-            return
-        i = 0
-        try:
-            # one tuple per step, unpacked once; the arity decides how inputs are fetched
-            for i, (fn, get, in0, out0, outs, frees, ctx) in enumerate(self._fast):
-                if ctx:
-                    args = get(values) if get is not None else ((values[in0],) if in0 >= 0 else ())
-                    res = fn(*args, context={n: values[s] for n, s in ctx})
-                elif get is not None:
-                    res = fn(*get(values))
-                elif in0 >= 0:
-                    res = fn(values[in0])
-                else:
-                    res = fn()
-                if out0 >= 0:
-                    values[out0] = res[0]
-                else:
-                    for s, r in zip(outs, res):
-                        values[s] = r
-                if frees:
-                    for s in frees:
-                        values[s] = None
-        except Exception as e:
-            raise self._wrap(e, i, values) from e
-
-    def _execute_slow(
-        self, values: list[Any], trace: Callable[..., None] | None = None, keep: bool = False
-    ) -> None:
-        """The instrumented loop: type checks (first run), ``trace(step, args, results, seconds)``
-        after each node, and every value kept when ``keep`` (for ``intermediate=True``)."""
-        check = not self._types_checked
-        perf = time.perf_counter
-        for i, st in enumerate(self.steps):
-            args = [values[s] for s in st.inputs]
-            t0 = perf()
-            try:
-                if check:
-                    check_input_types(st.op, args)
-                if st.context:
-                    res = st.fn(*args, context={n: values[s] for n, s in st.context})
-                else:
-                    res = st.fn(*args)
-            except Exception as e:
-                raise self._wrap(e, i, values) from e
-            dt = perf() - t0
-            for s, r in zip(st.outputs, res):
-                values[s] = r
-            if trace is not None:
-                trace(st, args, res, dt)
-            if not keep:
-                for s in st.frees:
-                    values[s] = None
-        self._types_checked = True
 
     def _wrap(self, e: BaseException, index: int, values: list[Any]) -> OnnxRuntimeError:
         st = self.steps[index]
@@ -566,6 +718,32 @@ class Plan:
     def value_names(self) -> list[str]:
         """Every named value in slot order."""
         return sorted(self.slots, key=self.slots.__getitem__)
+
+
+def _hooked(st: Step, fn: Callable[..., Any], hooks: Hooks, check: bool) -> Callable[..., Any]:
+    """``fn`` (the kernel of ``st``) with ``hooks.before`` and ``hooks.after`` around it and,
+    when ``check``, its input types checked first (inside the time ``after`` is given)."""
+    op, before, after, perf = st.op, hooks.before, hooks.after, time.perf_counter
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if before is not None:
+            try:
+                before(st, list(args))
+            except Exception as e:
+                raise _HookError(e) from e
+        t0 = perf()
+        if check:
+            check_input_types(op, args)
+        res = fn(*args, **kwargs)
+        dt = perf() - t0
+        if after is not None:
+            try:
+                after(st, list(args), res, dt)
+            except Exception as e:
+                raise _HookError(e) from e
+        return res
+
+    return run
 
 
 def _dynamic_steps(steps: list[Step], roots: set[int], outer: tuple[tuple[str, int], ...]) -> tuple[int, ...]:
