@@ -14,7 +14,8 @@ declared next to the others of its operator, in ``onnxrt/fastpaths/<family>.py``
 The plan binds each node to :func:`bind`'s callable. For a node whose operator declares
 no fast path that is the kernel's ``_run`` itself (no cost). Otherwise a
 :class:`Dispatcher` computes the call's *signature* (each input's dtype, shape and strides;
-the type of anything else; whether compiled kernels are active) and, the first time it
+the type of anything else; whether compiled kernels are active; the node's model
+constants are left out: they are the same arrays on every call) and, the first time it
 meets a signature, tries the operator's paths in declared order: the first whose
 condition holds is kept for that signature (a ``prepare`` path builds its executor then,
 once). Later calls with that signature run it directly. A path may still decline a call
@@ -159,7 +160,7 @@ def all_paths() -> list[FastPath]:
         return [p for key in sorted(_TABLE) for p in _TABLE[key]]
 
 
-def signature(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+def signature(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
     """What a choice is kept for: each array's dtype, shape and strides, anything else's type."""
     nd = np.ndarray
     return tuple([(a.dtype, a.shape, a.strides) if type(a) is nd else type(a) for a in inputs])
@@ -169,7 +170,7 @@ class Dispatcher:
     """A node's kernel as the plan calls it: the path chosen for each input signature
     (:mod:`onnxrt.dispatch`). ``choices()`` tells what was picked."""
 
-    __slots__ = ("op", "paths", "chosen", "reference", "__weakref__")
+    __slots__ = ("op", "paths", "chosen", "reference", "varying", "arity", "__weakref__")
 
     def __init__(self, op: Any, paths: list[FastPath], reference: bool = False):
         self.op = op
@@ -178,12 +179,28 @@ class Dispatcher:
         self.chosen: dict[tuple[Any, ...], tuple[str, Callable[..., Any]]] = {}
         #: True: every call runs the reference kernel (the session turned fast paths off)
         self.reference = reference
+        #: positions of the inputs the signature describes: all but the node's model
+        #: constants (``op.const_inputs``, the same immutable arrays on every call: a
+        #: DenseChain's ten weights would cost more to describe than its layer to run),
+        #: settled at the first call, for ``arity`` inputs
+        self.varying: Callable[[tuple[Any, ...]], Any] | None = None
+        self.arity = -1
+
+    def _key(self, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(inputs) != self.arity:
+            consts = self.op.const_inputs
+            keep = [i for i in range(len(inputs)) if i not in consts]
+            self.varying = (lambda xs: xs) if len(keep) == len(inputs) else (lambda xs, _k=keep: [xs[i] for i in _k])
+            self.arity = len(inputs)
+        nd = np.ndarray
+        return (native.active(), *[(a.dtype, a.shape, a.strides) if type(a) is nd else type(a)
+                                   for a in self.varying(inputs)])  # type: ignore[misc]
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         if self.reference or kwargs:
             return self.op._run(*inputs, **kwargs)
-        active = native.active()
-        key = (active, *signature(inputs))
+        key = self._key(inputs)
+        active = key[0]
         hit = self.chosen.get(key)
         if hit is None:
             hit = self._pick(key, inputs, active)
@@ -218,14 +235,14 @@ class Dispatcher:
         """The name of the path calls with these inputs take (picking it if never met)."""
         if self.reference:
             return REFERENCE
-        active = native.active()
-        key = (active, *signature(inputs))
+        key = self._key(inputs)
         hit = self.chosen.get(key)
-        return (hit or self._pick(key, inputs, active))[0]
+        return (hit or self._pick(key, inputs, key[0]))[0]
 
     def choices(self) -> list[tuple[tuple[Any, ...], str]]:
         """(signature, path name) of every signature met so far (the first item of a
-        signature says whether compiled kernels were active)."""
+        signature says whether compiled kernels were active; the others describe the
+        inputs that are not model constants, in order)."""
         return [(key, name) for key, (name, _) in list(self.chosen.items())]
 
 
