@@ -1222,6 +1222,12 @@ class _Segment:
         self.onnx_node = op.onnx_node
         self._inner = conv_node(op)
 
+    @property
+    def const_inputs(self) -> frozenset[int]:
+        """The segment's model constants among (x, w, b, z) (the dispatcher leaves them out of
+        its signatures: the same arrays on every call)."""
+        return self.op.const_inputs
+
     def _run(self, x, w, b=None, z=None, out=None):
         y = (self.op._run(x, w, b) if z is None else self.op._run(x, w, b, z))[0]
         if out is None:
