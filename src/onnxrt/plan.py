@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import GraphProto
 
-from . import compat, registry
+from . import compat, dispatch, registry
 from .dtypes import value_type_string
 from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
 from .functions import FunctionKey, GraphNode, ValueTypes, expand, expansion_budget, schema_body
@@ -391,7 +391,7 @@ class Plan:
                 if n not in defined and n not in outer_used:
                     outer_used.append(n)
             ctx = tuple((n, slot(n)) for n in ctx_names)
-            self.steps.append(Step(op, op._run, ins, outs, (), ctx, gn))
+            self.steps.append(Step(op, dispatch.bind(op, reference=not getattr(self.options, "fast_paths", True)), ins, outs, (), ctx, gn))
         for n in gn_inputs_from_outer(nodes, defined):
             if n not in outer_used:
                 outer_used.append(n)
