@@ -10,9 +10,6 @@ family_activation and family_binary's rows).
 - ``float16 compiled casts`` / ``float16 bit casts``: Mish, Swish and Gelu(tanh) of
   float16, whose float32 formula is the reference's own, through _fastmath's casts;
 - ``compiled float32 loop`` of Relu (1.4x np.clip at 1e6 elements);
-- ``pool chunks``: the transcendental ufuncs (Exp, Log, Tanh, Sin...) of large contiguous
-  float inputs split over the kernel pool (the same loop on every element: the
-  reference's bits);
 - ``compiled row broadcast``: Add, Sub, Mul and Div of float32 operands where one is a row
   broadcast along the other's leading axes (the same IEEE operations as numpy's).
 
@@ -21,8 +18,12 @@ the spec's functions within stated bounds (1 to 4 ulp in float32, see each funct
 docstring and tests/ops/test_fastmath.py), while the reference kernels evaluate the exact
 formulas with numpy and scipy (expm1, logaddexp, erf/erfc) on every dtype. The paths
 apply from the sizes where they win (``fm.MIN_SIZE``..., ``fm.JIT_MIN_SIZE`` for the
-compiled loops): below, a few ufunc calls beat a chunked kernel's 15 to 45. These sizes
-also keep cheap nodes cheap: a small input costs the dispatcher's signature lookup only.
+compiled loops): below, a few ufunc calls beat a chunked kernel's 15 to 45.
+
+Every call of a node whose operator declares paths pays the dispatcher's signature
+lookup (a few microseconds on a loaded 2-core machine), small inputs included. The
+transcendental ufuncs' pool split therefore stays inside their reference kernels
+(family_unary._on_pool, exact); Relu and Add/Sub/Mul/Div pay it for their compiled loops.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import numpy as np
 
 from .. import native
 from ..dispatch import fast_path
-from ..parallel import parallel_for
 from ..ops_cpu import _fastmath as fm
 from ..ops_cpu.family_activation import _gelu_plain, _mish_plain, _swish_plain
 
@@ -48,8 +48,6 @@ _nd = np.ndarray
 
 #: float32 elements from which Relu runs the compiled loop
 RELU_JIT_SIZE = 1 << 14
-#: elements per chunk of a transcendental ufunc split over the kernel pool
-POOL_CHUNK = 1 << 17
 #: elements from which a float32 operator with one input broadcast along the leading axes
 #: runs the compiled loop (numpy's broadcast iterator: 1.5x onnxruntime's time at 1e6)
 ROWS_OP_MIN_SIZE = 1 << 14
@@ -139,32 +137,6 @@ def relu_compiled(op: Any, x: np.ndarray) -> tuple | None:
     y = np.empty(x.shape, _F32)
     k.relu(x.reshape(-1), y.reshape(-1))
     return (y,)
-
-
-_TRANSCENDENTAL = {"Exp": np.exp, "Log": np.log, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin,
-                   "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Tanh": np.tanh,
-                   "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
-
-
-@fast_path(tuple(_TRANSCENDENTAL), "pool chunks", native=False,
-           when=lambda op, x: type(x) is _nd and x.size >= 2 * POOL_CHUNK and x.dtype.kind == "f" and x.flags.c_contiguous)
-def transcendental_on_pool(op: Any, x: np.ndarray) -> tuple:
-    """A transcendental ufunc of a large contiguous float input in chunks over the kernel pool.
-
-    They are compute-bound (np.exp: 1.7 ms per 1e6 float32 on one core, 0.87 ms on two);
-    memory-bound ones (Add, Abs...) gain nothing from a second thread and have no such
-    path. Results are the reference's bits: every element is computed by the same loop.
-    """
-    ufunc = _TRANSCENDENTAL[op.op_type]
-    out = np.empty_like(x)
-    src, dst = x.reshape(-1), out.reshape(-1)
-
-    def chunks(lo: int, hi: int) -> None:
-        with np.errstate(all="ignore"):  # numpy's error state is per thread
-            ufunc(src[lo * POOL_CHUNK:hi * POOL_CHUNK], out=dst[lo * POOL_CHUNK:hi * POOL_CHUNK])
-
-    parallel_for(-(-x.size // POOL_CHUNK), chunks, work_per_item=POOL_CHUNK * 10)
-    return (out,)
 
 
 _ROW_CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
