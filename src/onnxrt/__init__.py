@@ -1,20 +1,12 @@
-"""onnxrt: a complete, fast and hackable ONNX runtime on numpy."""
+"""onnxrt: a complete, fast and hackable ONNX runtime on numpy.
+
+Importing onnxrt changes nothing of the host process (no environment variable, no
+allocator setting); :func:`tune_process` is the opt-in for programs that own theirs.
+"""
 
 from __future__ import annotations
 
-import os as _os
-import sys as _sys
-
-# OpenBLAS's idle threads spin for about 0.1 s after each multi-threaded product (its
-# default THREAD_TIMEOUT of 2**28 cycles), which takes the second core from onnxrt's own
-# kernel threads for that long: a convolution by bands measured 2x slower right after a
-# large product. OpenBLAS reads the setting once, when numpy first loads it, so it only
-# applies when onnxrt is imported first (the command line does); a value the environment
-# already holds is kept.
-if "numpy" not in _sys.modules:
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-
-from .errors import (  # noqa: E402
+from .errors import (
     AdapterFormatError,
     AllocationError,
     ConfigEntryError,
@@ -39,8 +31,9 @@ from .errors import (  # noqa: E402
     UnknownOptionError,
     UnsupportedOperatorError,
 )
-from .adapters import AdapterFormat, LoraAdapter  # noqa: E402
-from .compat import ModelWarning  # noqa: E402
+from .adapters import AdapterFormat, LoraAdapter
+from .compat import ModelWarning
+from ._memory import tune_process
 from .inference import OnnxInference
 from .registry import register, register_function
 from .iobinding import IOBinding
@@ -140,5 +133,6 @@ __all__ = [
     "set_default_logger_callback",
     "set_default_logger_severity",
     "set_default_logger_verbosity",
+    "tune_process",
     "__version__",
 ]

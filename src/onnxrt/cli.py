@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ._memory import tune_process
 from .errors import OnnxRuntimeError
 
 
@@ -370,6 +371,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the command line owns its process: runs reuse freed memory (onnxrt.tune_process;
+    # ONNXRT_MALLOPT=0 leaves the allocator alone). OPENBLAS_THREAD_TIMEOUT must be in the
+    # environment before Python starts to take effect (numpy is loaded by now)
+    if os.environ.get("ONNXRT_MALLOPT", "").strip() != "0":
+        tune_process(malloc=True)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -12,14 +12,14 @@ import numpy as np
 import onnx
 
 from . import compat
-from ._memory import tune_malloc
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import check_expansion, expansion_budget, function_key
 from .model import check_versions, load_limit, load_model
 from . import native as _jit
 from .native import no_jit_run
-from .parallel import EAGER_BLAS_SIZE, RunScope
+from .context import ExecutionContext
+from .parallel import EAGER_BLAS_SIZE, RunScope, gate_enter, gate_exit
 from .plan import Hooks, Plan, Step, optimization_level
 from .ortvalue import SparseFeed
 
@@ -330,7 +330,6 @@ class OnnxInference:
     runtime = "python"
 
     def __init__(self, model: Any, options: Any = None, runtime: str = "python", target_opset: Any = None):
-        tune_malloc()
         prepared = _prepared_model(model, runtime, target_opset)
         base_dir = None
         if isinstance(prepared, tuple):
@@ -346,8 +345,10 @@ class OnnxInference:
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
         proto, found_dir = load_model(model)
         base_dir = found_dir or base_dir
-        #: SessionOptions.intra_op_num_threads > 0 caps the kernel thread pool during runs
-        self._threads = int(getattr(options, "intra_op_num_threads", 0) or 0) or None
+        #: what this session's runs share (onnxrt.context): SessionOptions.intra_op_num_threads > 0
+        #: caps the kernels' threads during runs, scratch buffers; every run enters it (RunScope)
+        self._context = ExecutionContext.from_options(options)
+        self._threads = self._context.threads
         self.model: onnx.ModelProto = proto
         self.base_dir = base_dir
         self.options = options
@@ -464,7 +465,7 @@ class OnnxInference:
         # user errors: onnxrt, like onnxruntime, computes them silently. Matrix products use
         # BLAS's own threads; other large kernels split over onnxrt's pool (onnxrt.parallel);
         # SessionOptions.intra_op_num_threads caps both
-        with np.errstate(all="ignore"), RunScope(self._threads, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
+        with np.errstate(all="ignore"), RunScope(self._context, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
     @property
@@ -500,15 +501,21 @@ class OnnxInference:
         feeds = self.validate_feeds(inputs)
         eager = self._eager_blas or _large_feed(feeds)
         if _FP_STATE is None:
-            with np.errstate(all="ignore"), RunScope(self._threads, eager, self, self.plan.uses_blas):
+            with np.errstate(all="ignore"), RunScope(self._context, eager, self, self.plan.uses_blas):
                 values = self.plan.run_dict(feeds)
         else:
             token = _FP_STATE.set(_FP_IGNORE)
             try:
                 if eager or self._threads is not None:
-                    with RunScope(self._threads, eager, self, self.plan.uses_blas):
+                    with RunScope(self._context, eager, self, self.plan.uses_blas):
                         values = self.plan.run_dict(feeds)
-                else:  # a small run with default threads: its scope would change nothing
+                elif self.plan.uses_blas:  # a small run with default threads: its scope would only gate fork
+                    gate_enter()
+                    try:
+                        values = self.plan.run_dict(feeds)
+                    finally:
+                        gate_exit()
+                else:
                     values = self.plan.run_dict(feeds)
             finally:
                 _FP_STATE.reset(token)

@@ -1,9 +1,22 @@
-"""Kernel resources the engine owns: per-thread scratch buffers and the intra-op thread pool.
+"""Kernel resources the engine owns: scratch buffers, the intra-op thread pool, the run scope, fork safety.
 
 numpy releases the GIL inside its loops, so kernels split large element-wise work over
 a small pool of threads (``parallel_for``). The pool's size is the CPU count (at most 16),
 ``ONNXRT_NUM_THREADS`` overrides it, and a session's ``intra_op_num_threads`` caps it
-for that session's kernels (``limit_threads``).
+for that session's kernels: the cap is a field of the session's
+:class:`~onnxrt.context.ExecutionContext`, which every run enters through
+:class:`RunScope` (``limit_threads`` overrides it for a block, in tests).
+
+Per-thread state (``_TLS``) only says which run scope, hence which context, the thread
+works for; a pool worker taking a chunk of a loop takes the caller's scope, cap and tier
+for the chunk. Nothing here is per session: what a session owns lives in its context.
+
+Fork safety: ``os.fork()`` while another thread is inside a multi-threaded BLAS call
+deadlocks in OpenBLAS's own fork handler. The handlers registered here wait, before the
+fork, until no onnxrt run that may call BLAS with several threads, and no threaded
+product, is in flight (new ones wait until the fork is done), and give the child a fresh
+pool; :mod:`onnxrt.native.blas` and :mod:`onnxrt.native.team` reset their own state in
+the child. See docs/threads.md for what cannot be helped.
 """
 
 from __future__ import annotations
@@ -11,6 +24,8 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,16 +34,18 @@ from typing import Any
 
 import numpy as np
 
-from .native.blas import _blas_enter, _blas_exit, _blas_libs, _blas_set, blas_sgemm_address, blas_threads  # noqa: F401
+from .context import ExecutionContext
+from .native.blas import _blas_boost, _blas_enter, _blas_exit, _blas_libs, blas_sgemm_address, blas_threads  # noqa: F401
 
 # ---------------------------------------------------------------------------------------
 # per-thread scratch buffers (a session may run from several threads at once)
 # ---------------------------------------------------------------------------------------
 
 class _ThreadState(threading.local):
-    """What a thread keeps: its scratch buffers, thread cap, run scope and whether it runs a
-    pool loop's chunk. Class-level defaults: a missing attribute of a threading.local costs
-    0.7 us to look up (an exception inside getattr), a default 0.07."""
+    """What a thread keeps: the run scope it works for (whose ``context`` is the session's
+    execution context), its thread cap, whether it runs a pool loop's chunk, and scratch
+    buffers for kernels called outside any run. Class-level defaults: a missing attribute
+    of a threading.local costs 0.7 us to look up (an exception inside getattr), a default 0.07."""
 
     buffers: dict | None = None
     threads: int | None = None
@@ -44,15 +61,21 @@ _MAX_KEPT_BYTES = 256 << 20
 
 
 def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
-    """A per-thread reusable buffer of ``shape`` (uninitialised). Never return it to a caller."""
+    """A reusable buffer of ``shape`` (uninitialised), this thread's for the session it runs
+    (kept by the session's execution context, freed with it; per thread outside any run).
+    Never return it to a caller."""
     dtype = np.dtype(dtype)
     size = prod(shape)
     nbytes = size * dtype.itemsize
     if nbytes > _MAX_KEPT_BYTES:
         return np.empty(shape, dtype)
-    pool = getattr(_TLS, "buffers", None)
-    if pool is None:
-        pool = _TLS.buffers = {}
+    scope = _TLS.scope
+    if scope is not None:
+        pool = scope.context.buffers()
+    else:
+        pool = _TLS.buffers
+        if pool is None:
+            pool = _TLS.buffers = {}
     key = (name, dtype)
     buf = pool.get(key)
     if buf is None or buf.size < size:
@@ -61,8 +84,10 @@ def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
 
 
 def release_scratch() -> None:
-    """Drop this thread's scratch buffers (tests and memory-conscious callers)."""
+    """Drop this thread's scratch buffers (those of the session it runs for, if any, and its own)."""
     _TLS.buffers = {}
+    if _TLS.scope is not None:
+        _TLS.scope.context.release_scratch()
 
 
 # ---------------------------------------------------------------------------------------
@@ -117,9 +142,12 @@ class _Job:
         self.cond = threading.Condition()
         self.error: BaseException | None = None
 
-    def run(self, no_jit: bool = False) -> None:
+    def run(self, no_jit: bool = False, scope: Any = None, threads: int | None = None) -> None:
         n = len(self.bounds) - 1
-        saved, _TLS.no_jit = _TLS.no_jit, no_jit  # a worker's chunks follow the caller's tier
+        # a worker's chunks follow the caller's tier, run scope (the session's context) and cap
+        tls = _TLS
+        saved = tls.no_jit, tls.scope, tls.threads, tls.in_loop
+        tls.no_jit, tls.scope, tls.threads, tls.in_loop = no_jit, scope, threads, True
         try:
             while True:
                 i = next(self.next)
@@ -135,7 +163,7 @@ class _Job:
                     if self.done == n:
                         self.cond.notify_all()
         finally:
-            _TLS.no_jit = saved
+            tls.no_jit, tls.scope, tls.threads, tls.in_loop = saved
 
     def wait(self) -> None:
         n = len(self.bounds) - 1
@@ -147,18 +175,20 @@ class _Job:
 
 
 def session_threads(options: dict) -> int | None:
-    """The session's ``intra_op_num_threads`` when set (> 0), else None (the kernel pool's default)."""
-    n = getattr(options.get("session_options"), "intra_op_num_threads", 0) or 0
-    return int(n) if n > 0 else None
+    """The ``intra_op_num_threads`` (> 0, else None) of a kernel's options. The engine does not
+    need it: a session's cap is its execution context's ``threads``, which every run enters
+    (:class:`RunScope`); kept for callers of the kernels outside the engine."""
+    return ExecutionContext.from_options(options.get("session_options")).threads
 
 
 @contextmanager
 def limit_threads(threads: int | None) -> Iterator[None]:
-    """Cap :func:`parallel_for` in this thread to ``threads`` (None: no cap) for the block."""
+    """Cap this thread's kernels to ``threads`` (None: no cap) for the block, over the cap of
+    the session it runs for (tests; the engine sets a session's cap once, in its context)."""
     if threads is None:
         yield
         return
-    previous = getattr(_TLS, "threads", None)
+    previous = _TLS.threads
     _TLS.threads = threads
     try:
         yield
@@ -167,8 +197,9 @@ def limit_threads(threads: int | None) -> Iterator[None]:
 
 
 def current_threads() -> int:
-    """The threads a kernel may use here: KERNEL_THREADS, capped by :func:`limit_threads`."""
-    cap = getattr(_TLS, "threads", None)
+    """The threads a kernel may use here: KERNEL_THREADS, capped by the session's context
+    (the run's scope) or :func:`limit_threads`."""
+    cap = _TLS.threads
     return KERNEL_THREADS if cap is None else min(KERNEL_THREADS, cap)
 
 
@@ -186,13 +217,16 @@ def parallel_for(
     Exceptions propagate.
     """
     limit = KERNEL_THREADS if threads is None or threads <= 0 else threads
-    cap = getattr(_TLS, "threads", None)
+    cap = _TLS.threads
     if cap is not None:
         limit = min(limit, cap)
     workers = min(limit, n, max(1, (n * work_per_item) // MIN_PARALLEL_WORK))
     if workers <= 1:
         fn(0, n)
         return
+    scope = _TLS.scope
+    if scope is not None:
+        scope.context.note_threads(workers)
     parts = min(n, workers * 4)
     job = _Job([n * i // parts for i in range(parts + 1)], fn)
     ex = _executor()
@@ -200,16 +234,16 @@ def parallel_for(
     # per chunk while the loop runs (nested and concurrent loops share the setting)
     if blas:
         _blas_enter(1)
-    outer_loop = getattr(_TLS, "in_loop", False)
+    outer_loop = _TLS.in_loop
     _TLS.in_loop = True  # products in this thread's chunks must not boost BLAS's threads
-    scope = getattr(_TLS, "scope", None)
     cold = scope.cold() if scope is not None and not outer_loop else None
     if cold is not None:
         cold.__enter__()
     try:
+        no_jit, cap = _TLS.no_jit, _TLS.threads
         for _ in range(workers - 1):
-            ex.submit(job.run, _TLS.no_jit)
-        job.run(_TLS.no_jit)
+            ex.submit(job.run, no_jit, scope, cap)
+        job.run(no_jit, scope, cap)
         job.wait()
     finally:
         if cold is not None:
@@ -223,96 +257,224 @@ def parallel_for(
 # BLAS threads and parallel matrix products
 # ---------------------------------------------------------------------------------------
 
+class _NativeHooks:
+    """What the compiled layer gives this module once it loads (register_native_hooks):
+    code, not state; the team's own state is onnxrt.native.team's."""
+
+    __slots__ = ("team_gemm", "heat")
+
+    def __init__(self) -> None:
+        #: ``team_gemm(a, b, out)`` of onnxrt.native: a product inside a large run split by
+        #: blocks over the team, or None when it does not take it
+        self.team_gemm: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
+        #: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.native.team): large runs
+        #: keep its workers awake (True: done, undo it with -1)
+        self.heat: Callable[[int], bool] | None = None
+
+
+_HOOKS = _NativeHooks()
+
+
+def register_native_hooks(team_gemm: Callable[..., np.ndarray | None] | None = None,
+                          heat: Callable[[int], bool] | None = None) -> None:
+    """Called by onnxrt.native (``team_gemm``) and onnxrt.native.team (``heat``) when they
+    load: the run scope and :func:`matmul` then use them (None leaves a hook as it is)."""
+    if team_gemm is not None:
+        _HOOKS.team_gemm = team_gemm
+    if heat is not None:
+        _HOOKS.heat = heat
+
+
 class _Cold:
     """The team's workers asleep while a pool loop or a threaded product runs in a hot run."""
 
     __slots__ = ()
 
     def __enter__(self) -> None:
-        RUN_HEAT(-COLD)  # type: ignore[misc]
+        _HOOKS.heat(-COLD)  # type: ignore[misc]
 
     def __exit__(self, *exc: object) -> None:
-        RUN_HEAT(COLD)  # type: ignore[misc]
+        _HOOKS.heat(COLD)  # type: ignore[misc]
 
 
-#: ``team_gemm(a, b, out)`` of onnxrt.native (set when it loads): a product inside a
-#: large run split by blocks of columns over the team, or None when it does not take it
-TEAM_GEMM: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray | None] | None = None
-
-#: jobs offered to the team of compiled workers in this process (onnxrt.native.team_split;
-#: a short one runs on the caller when the workers sleep)
-TEAM_JOBS = [0]
 #: team jobs a session's last run must have offered for its next run to keep the workers awake
 HOT_RUN_JOBS = 4
 
 #: what a cold stretch subtracts from the team's HOT count (native.team.COLD)
 COLD = 1 << 20
 
-#: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.native.team), set when
-#: the team starts: large runs keep its workers awake (True: done, undo it with -1)
-RUN_HEAT: Callable[[int], bool] | None = None
+
+def note_team_job(threads: int) -> None:
+    """A kernel offered a job to the team of compiled workers with ``threads`` threads
+    (onnxrt.native.team_split): counted for this thread's run (a run that offered several
+    keeps the workers awake next time, see :class:`RunScope`) and for its context's peak."""
+    scope = _TLS.scope
+    if scope is not None:
+        scope.root.jobs += 1
+        scope.context.note_threads(threads)
+
+
+# ---------------------------------------------------------------------------------------
+# fork safety
+# ---------------------------------------------------------------------------------------
+
+#: one entry per section in flight in which BLAS may run several threads: runs that leave
+#: BLAS multi-threaded, threaded products (deque's append and pop are atomic)
+_IN_FLIGHT: deque = deque()
+#: a fork is being prepared: new sections wait for _FORK_DONE
+_FORKING = False
+_FORK_DONE = threading.Event()
+_FORK_DONE.set()
+#: seconds a fork waits for the sections in flight before it goes ahead anyway
+#: (ONNXRT_FORK_WAIT; a run whose BLAS is multi-threaded is short: a Loop of many
+#: iterations is what this bounds)
+FORK_WAIT = float(os.environ.get("ONNXRT_FORK_WAIT", "30") or 30)
+
+
+def gate_enter() -> None:
+    """A section that may call BLAS with several threads starts (waits while a fork is prepared)."""
+    _IN_FLIGHT.append(None)
+    if _FORKING:
+        _gate_wait()
+
+
+def _gate_wait() -> None:
+    # back out until the fork is done (the fork waits for sections in flight, not for this one)
+    while _FORKING:
+        _gate_exit()
+        _FORK_DONE.wait()
+        _IN_FLIGHT.append(None)
+
+
+def _gate_exit() -> None:
+    try:
+        _IN_FLIGHT.pop()
+    except IndexError:  # a child forked inside the section: the parent's entries are gone
+        pass
+
+
+gate_exit = _gate_exit
+
+
+def _before_fork() -> None:
+    """os.fork() is about to run: wait until no onnxrt section that may run BLAS's threads is
+    in flight in another thread (new ones wait), so that OpenBLAS's own fork handler, which
+    stops its threads, never finds a product running on them."""
+    global _FORKING
+    _FORK_DONE.clear()
+    _FORKING = True
+    scope = _TLS.scope
+    own = 1 if scope is not None and scope.root.gated else 0  # a fork from inside a run (a trace callback)
+    deadline = time.monotonic() + FORK_WAIT
+    delay = 1e-4
+    while len(_IN_FLIGHT) > own and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 5e-3)
+
+
+def _after_fork_in_parent() -> None:
+    global _FORKING
+    _FORKING = False
+    _FORK_DONE.set()
+
+
+def _after_fork_in_child() -> None:
+    # the child has none of its parent's other threads: no sections in flight, a fresh pool
+    # (the parent's workers are not copied) and fresh locks
+    global _FORKING, _FORK_DONE, _EXECUTOR, _EXECUTOR_LOCK
+    _IN_FLIGHT.clear()
+    _FORKING = False
+    _FORK_DONE = threading.Event()
+    _FORK_DONE.set()
+    _EXECUTOR = None
+    _EXECUTOR_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 class RunScope:
-    """What every run of the engine enters: ``limit_threads(threads)`` and the run's BLAS
-    threads. A run whose model or feeds hold large tensors (``eager``) sets BLAS to one
+    """What every run of the engine enters: the session's execution context (its thread cap
+    applies to the thread and to the pool workers taking the run's chunks) and the run's
+    BLAS threads. A run whose model or feeds hold large tensors (``eager``) sets BLAS to one
     thread from its start: kernels' own numpy products (an RNN's input projection, row
     sums as products with ones...) then never wake BLAS's threads for a medium product,
     which costs more than it saves; :func:`matmul` lets the large products it is given
     (8M multiply-adds and more) use BLAS's threads for their duration, OpenBLAS's own
     split packing each operand once (splitting them over onnxrt's pool instead repacked
     an operand per chunk: light_resnet50 ran 1.4x and light_squeezenet 1.5x slower).
-    ``threads`` (a session's ``intra_op_num_threads``) caps both. Small graphs leave BLAS
+    ``context.threads`` (a session's ``intra_op_num_threads``) caps both. Small graphs leave BLAS
     alone: their products stay below OpenBLAS's threading threshold. Kernels split over
     the pool run BLAS single-threaded inside their loops (:func:`parallel_for`). A class
     rather than a generator-based manager because its cost counts on small graphs. Nested
     scopes (a run inside a kernel) defer to the outer one. ``uses_blas`` False (a plan none
     of whose kernels calls BLAS) leaves BLAS's thread count alone: setting and restoring
-    it cost 25-45 us a run behind a large kernel."""
+    it cost 25-45 us a run behind a large kernel.
 
-    __slots__ = ("blas", "eager", "heated", "jobs", "outer", "owner", "previous", "threads", "uses_blas")
+    ``context`` is the session's :class:`~onnxrt.context.ExecutionContext`; an int or None
+    (a bare cap, for tests and callers outside a session) makes a context for the scope.
+    A run that leaves BLAS multi-threaded is a section fork waits for (see ``_before_fork``)."""
 
-    def __init__(self, threads: int | None, eager: bool = False, owner: Any = None, uses_blas: bool = True):
-        self.threads = threads
+    __slots__ = ("blas", "context", "eager", "gated", "heated", "jobs", "outer", "owner", "previous", "root", "threads",
+                 "uses_blas")
+
+    def __init__(self, context: ExecutionContext | int | None, eager: bool = False, owner: Any = None,
+                 uses_blas: bool = True):
+        if type(context) is not ExecutionContext:
+            context = ExecutionContext(context)  # type: ignore[arg-type]
+        self.context = context
+        self.threads = context.threads
         self.eager = eager
         self.uses_blas = uses_blas
         #: the session running (its ``team_jobs``, the team jobs of its last run, decides
         #: whether this run keeps the team's workers awake)
         self.owner = owner
+        #: team jobs offered during this run (counted on the outermost scope)
         self.jobs = 0
         self.previous: int | None = None
         self.blas = 0
         self.heated = False
+        self.gated = False
         self.outer: RunScope | None = None
+        self.root: RunScope = self
 
     def __enter__(self) -> RunScope:
-        self.outer = getattr(_TLS, "scope", None)
+        outer = self.outer = _TLS.scope
         _TLS.scope = self
-        if self.threads is not None:
-            self.previous = getattr(_TLS, "threads", None)
-            _TLS.threads = self.threads
-        if self.outer is None:
-            n = 1 if self.eager else self.threads if self.threads is not None and self.threads < KERNEL_THREADS else 0
-            if n and self.uses_blas:
-                self.blas = n
-                _blas_enter(n)
-            if self.owner is not None:
-                self.jobs = TEAM_JOBS[0]
-                # only a run whose previous one gave the team several jobs: a worker kept awake
-                # for a run of one kernel that does not use it only costs (a pool loop in it
-                # then wakes it twice: Cast and ReduceSum of 1M elements ran 1.5x slower)
-                if (self.eager and RUN_HEAT is not None and getattr(self.owner, "team_jobs", 0) >= HOT_RUN_JOBS
-                        and (self.threads is None or self.threads > 1)):
-                    self.heated = RUN_HEAT(1)
+        threads = self.threads
+        if threads is not None:
+            self.previous = _TLS.threads
+            _TLS.threads = threads
+        if outer is None:
+            self.root = self
+            context = self.context
+            if not context.peak_threads:
+                context.peak_threads = 1  # the run's own thread
+            n = 1 if self.eager else threads if threads is not None and threads < KERNEL_THREADS else 0
+            if self.uses_blas:
+                if n:
+                    self.blas = n
+                    _blas_enter(n)
+                if n != 1:  # BLAS may run its threads in this run's kernels: fork waits for it
+                    self.gated = True
+                    gate_enter()
+            self.jobs = 0
+            # only a run whose previous one gave the team several jobs: a worker kept awake
+            # for a run of one kernel that does not use it only costs (a pool loop in it
+            # then wakes it twice: Cast and ReduceSum of 1M elements ran 1.5x slower)
+            if (self.eager and self.owner is not None and _HOOKS.heat is not None
+                    and getattr(self.owner, "team_jobs", 0) >= HOT_RUN_JOBS and (threads is None or threads > 1)):
+                self.heated = _HOOKS.heat(1)
+        else:
+            self.root = outer.root
         return self
 
     def cold(self) -> _Cold | None:
         """For a pool loop or a threaded BLAS product of this run: the team's workers sleep
         for its duration (they would compete for the cores), when the run keeps them hot."""
-        top = self
-        while top.outer is not None:
-            top = top.outer
-        return _Cold() if top.heated else None
+        return _Cold() if self.root.heated else None
 
     def __exit__(self, *exc: object) -> None:
         if self.threads is not None:
@@ -320,12 +482,16 @@ class RunScope:
         _TLS.scope = self.outer
         if self.heated:
             self.heated = False
-            RUN_HEAT(-1)  # type: ignore[misc]
-        if self.owner is not None and self.outer is None:
-            self.owner.team_jobs = TEAM_JOBS[0] - self.jobs
-        if self.blas:
-            n, self.blas = self.blas, 0
-            _blas_exit(n)
+            _HOOKS.heat(-1)  # type: ignore[misc]
+        if self.outer is None:
+            if self.owner is not None:
+                self.owner.team_jobs = self.jobs
+            if self.gated:
+                self.gated = False
+                _gate_exit()
+            if self.blas:
+                n, self.blas = self.blas, 0
+                _blas_exit(n)
 
 
 #: multiply-adds from which OpenBLAS splits a product over its threads (its SMP threshold,
@@ -360,29 +526,32 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     its threads for too little."""
     if work < BLAS_THREADED_WORK or KERNEL_THREADS < 2:
         return _plain(a, b, out)
-    scope = getattr(_TLS, "scope", None)
-    single = scope is not None and scope.blas == 1
+    scope = _TLS.scope
+    single = scope is not None and scope.root.blas == 1
+    in_loop = _TLS.in_loop
     if work < BLAS_THREADS_FROM:
-        if single or getattr(_TLS, "in_loop", False):
+        if single or in_loop:
             return _plain(a, b, out)
         _blas_enter(1)
         try:
             return _plain(a, b, out)
         finally:
             _blas_exit(1)
-    if single and not getattr(_TLS, "in_loop", False):
-        n = min(KERNEL_THREADS, scope.threads or KERNEL_THREADS)
-        if n > 1 and TEAM_GEMM is not None and (c := TEAM_GEMM(a, b, out)) is not None:
+    if single and not in_loop:
+        n = min(KERNEL_THREADS, _TLS.threads or KERNEL_THREADS)
+        if n > 1 and _HOOKS.team_gemm is not None and (c := _HOOKS.team_gemm(a, b, out)) is not None:
             return c
         if n > 1:
             cold = scope.cold()
             if cold is not None:
                 cold.__enter__()
-            _blas_set(n)
+            gate_enter()  # BLAS's threads run: a fork waits for the product
             try:
+                scope.context.note_threads(_blas_boost(1, n))
                 return _plain(a, b, out)
             finally:
-                _blas_set(1)
+                _blas_boost(n, 1)
+                _gate_exit()
                 if cold is not None:
                     cold.__exit__()
     return _plain(a, b, out)

@@ -205,24 +205,3 @@ def test_parallel_matmul_equals_numpy():
         got, want = parallel.matmul(a, b), np.matmul(a, b)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
-
-
-def test_importing_onnxrt_first_shortens_openblas_idle_spin():
-    """onnxrt imported before numpy sets OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS's idle threads
-    then sleep at once instead of spinning ~0.1 s on the core onnxrt's threads need); a
-    value already in the environment is kept; after numpy, nothing is set (too late)."""
-    import os
-    import subprocess
-    import sys
-
-    code = "import {first}, os; import onnxrt; print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-
-    def value(first: str, extra: dict | None = None) -> str:
-        out = subprocess.run([sys.executable, "-c", code.format(first=first)], env={**env, **(extra or {})},
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-
-    assert value("sys") == "4"
-    assert value("numpy") == "None"
-    assert value("sys", {"OPENBLAS_THREAD_TIMEOUT": "12"}) == "12"

@@ -224,7 +224,7 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
     the jobs of each run and its large runs go through it."""
     x = _large(5)
     fm.sigmoid(x)  # the team exists now
-    assert parallel.RUN_HEAT is team.heat
+    assert parallel._HOOKS.heat is team.heat
     ctl = team._CTL
     asleep = lambda: ctl[team._SLEEP] == 1  # noqa: E731
     assert _wait_for(asleep)  # idle workers sleep after SPIN_US
@@ -246,7 +246,7 @@ def test_large_runs_keep_the_workers_awake(spy, monkeypatch):
         with scope:
             assert ctl[team._HOT] == 0
     calls = []
-    monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: calls.append(d) or True)
+    monkeypatch.setattr(parallel._HOOKS, "heat", lambda d: calls.append(d) or True)
     import onnxrt
     from onnx import TensorProto, helper
 
@@ -325,8 +325,8 @@ def test_pool_loops_and_threaded_products_of_a_hot_run_put_the_workers_to_sleep(
         parallel.parallel_for(4, chunk, work_per_item=parallel.MIN_PARALLEL_WORK)
         assert ctl[team._HOT] == 1 and seen and all(v == 1 - parallel.COLD for v in seen)
         deltas = []
-        real = parallel.RUN_HEAT
-        monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: deltas.append(d) or real(d))
+        real = parallel._HOOKS.heat
+        monkeypatch.setattr(parallel._HOOKS, "heat", lambda d: deltas.append(d) or real(d))
         a = np.random.default_rng(7).standard_normal((600, 600))  # float64: BLAS's own threads
         np.testing.assert_allclose(parallel.matmul(a, a), a @ a, rtol=1e-12, atol=1e-9)
         assert deltas == [-parallel.COLD, parallel.COLD] and ctl[team._HOT] == 1
@@ -452,7 +452,7 @@ def test_a_run_counts_the_short_jobs_it_offered_sleeping_workers(spy, monkeypatc
     so.graph_optimization_level = onnxrt.GraphOptimizationLevel.ORT_DISABLE_ALL  # four nodes, four jobs
     sess = onnxrt.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]).SerializeToString(), so)
     calls = []
-    monkeypatch.setattr(parallel, "RUN_HEAT", lambda d: calls.append(d) or True)
+    monkeypatch.setattr(parallel._HOOKS, "heat", lambda d: calls.append(d) or True)
     x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)
     (y,) = sess.run(None, {"h0": x})
     assert spy == [] and calls == [] and sess._engine.team_jobs == 4

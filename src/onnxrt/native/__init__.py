@@ -16,7 +16,8 @@ from .. import parallel  # attributes read at call time: parallel imports .blas,
 from . import blas, layout
 
 _MODE = os.environ.get("ONNXRT_JIT", "auto").strip().lower()
-#: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy path
+#: False when the environment says ONNXRT_JIT=0 (or false/no/off): every kernel takes its numpy
+#: path. Read once at import, never changed: :func:`disabled` switches a thread, not the process
 ENABLED = _MODE not in ("0", "false", "no", "off")
 #: ONNXRT_JIT=1 (or eager/on/true/yes): compiled kernels from a session's first run. By
 #: default (``auto``) a session's first run takes the numpy paths (``no_jit_run``) and the
@@ -96,14 +97,15 @@ class no_jit_run:
 
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
-    """Run the numpy paths inside the block (tests compare both paths; not thread safe)."""
-    global ENABLED
-    saved = ENABLED
-    ENABLED = False
+    """This thread's kernels take their numpy paths inside the block (tests compare both
+    paths). Thread-safe: a per-thread flag (the one :class:`no_jit_run` sets), which the
+    pool's workers take with each chunk of this thread's loops; other threads are not affected."""
+    saved = parallel._TLS.no_jit
+    parallel._TLS.no_jit = True
     try:
         yield
     finally:
-        ENABLED = saved
+        parallel._TLS.no_jit = saved
 
 
 def split(total: int, fn: Callable[[int, int], object], min_part: int) -> None:
@@ -149,7 +151,7 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
         return False
     # counted whether or not it runs on the team: a run that offered several jobs keeps the
     # workers awake next time (RunScope), and short jobs then find them awake
-    parallel.TEAM_JOBS[0] += 1
+    parallel.note_team_job(threads)
     if total < cold_total and not team.awake():
         return False
     k = kernels()
@@ -205,7 +207,7 @@ class TeamJob:
         team busy). The arrays must be C-contiguous and outlive the call."""
         if not self.parts:
             return False
-        parallel.TEAM_JOBS[0] += 1
+        parallel.note_team_job(self.workers + 1)
         team = self.team
         if self.cold and not team.awake():  # type: ignore[union-attr]
             return False
@@ -266,4 +268,4 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
 _EMPTY = np.empty(0, np.float32)
 
 
-parallel.TEAM_GEMM = team_gemm
+parallel.register_native_hooks(team_gemm=team_gemm)

@@ -57,7 +57,10 @@ _I64 = ir.IntType(64)
 # word offsets in the control array: the words the caller and workers write sit on
 # separate cache lines
 _SEQ, _NEXT, _DONE, _SLEEP, _FN, _ARGS, _PARTS, _HOT = 0, 8, 16, 24, 32, 33, 34, 40
-_CTL_WORDS = 48
+# _LIMIT: how many workers may join the job (the caller's session cap less the caller);
+# _JOINED: how many have tried (a worker over the limit leaves the job to the others)
+_LIMIT, _JOINED = 35, 48
+_CTL_WORDS = 56
 _SYS_FUTEX, _FUTEX_WAIT, _FUTEX_WAKE = 202, 128, 129  # x86-64 Linux; the PRIVATE variants
 _SYS_SCHED_YIELD = 24
 #: pauses (~20 ns each) a caller spins waiting for a worker's parts before it yields its core
@@ -111,6 +114,16 @@ def _add(typingctx, ctl, index, value):
         return context.get_dummy_value()
 
     return types.none(ctl, types.int64, types.int64), codegen
+
+
+@intrinsic
+def _fetch_add(typingctx, ctl, index, value):
+    """Atomically ctl[index] += value; the value before."""
+
+    def codegen(context, builder, signature, args):
+        return builder.atomic_rmw("add", _word(context, builder, signature, args), args[2], "seq_cst")
+
+    return types.int64(ctl, types.int64, types.int64), codegen
 
 
 @intrinsic
@@ -213,12 +226,15 @@ def team_heat(ctl, delta, syscall):
 
 
 @njit(nogil=True, cache=True)
-def team_run(ctl, fn, args, parts, syscall):
-    """Post a job, wake sleeping workers, take parts, and wait until all are done."""
+def team_run(ctl, fn, args, parts, workers, syscall):
+    """Post a job that at most ``workers`` workers join, wake sleeping workers, take parts,
+    and wait until all are done."""
     seq = (ctl[_SEQ] + 1) & 0x7FFFFFFF
     ctl[_FN] = fn
     ctl[_ARGS] = args
     ctl[_PARTS] = parts
+    ctl[_LIMIT] = workers
+    _store(ctl, _JOINED, 0)
     _store(ctl, _DONE, 0)
     _store(ctl, _NEXT, seq << 32)
     _store(ctl, _SEQ, seq)
@@ -236,7 +252,7 @@ def team_run(ctl, fn, args, parts, syscall):
 
 
 @njit(nogil=True, cache=True)
-def team_run_kept(ctl, fn, block, s0, a0, s1, a1, s2, a2, parts, syscall):
+def team_run_kept(ctl, fn, block, s0, a0, s1, a1, s2, a2, parts, workers, syscall):
     """team_run for a kept argument block: the data addresses of a0, a1, a2 go into its
     slots s0, s1, s2 first (-1: no array). One compiled call where the Python side paid
     a call and an item assignment per array and one for the run (about 12 us a job once
@@ -247,7 +263,7 @@ def team_run_kept(ctl, fn, block, s0, a0, s1, a1, s2, a2, parts, syscall):
         block[s1] = a1.ctypes.data
     if s2 >= 0:
         block[s2] = a2.ctypes.data
-    team_run(ctl, fn, block.ctypes.data, parts, syscall)
+    team_run(ctl, fn, block.ctypes.data, parts, workers, syscall)
 
 
 @njit(nogil=True, cache=True)
@@ -260,7 +276,9 @@ def team_worker(ctl, spin_cycles, syscall):
         seq = _load(ctl, _SEQ)
         if seq != last:
             last = seq
-            _take_parts(ctl, seq)
+            # no more workers than the caller's session allows (its intra_op_num_threads)
+            if _fetch_add(ctl, _JOINED, 1) < ctl[_LIMIT]:
+                _take_parts(ctl, seq)
             since = _cycles()
             continue
         hot = _load(ctl, _HOT)
@@ -338,11 +356,13 @@ def _start(workers: int) -> None:
     for i in range(workers):
         threading.Thread(target=team_worker, args=(_CTL, spin, _SYSCALL), name=f"onnxrt-team-{i}", daemon=True).start()
     _STARTED["pid"] = os.getpid()
-    parallel.RUN_HEAT = heat
 
 
 def _after_fork_in_child() -> None:
     # the child has none of its parent's threads: a fresh control block, lock and workers
+    # (a job in flight in the parent at the fork is not the child's: its caller's thread is
+    # not copied either, except when the forking thread itself was the caller, which
+    # cannot be: a team job runs in one compiled call, os.fork() never interrupts it)
     global _BUSY
     _CTL[:] = 0
     _BUSY = threading.Lock()
@@ -351,6 +371,10 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# heat() does nothing before the team's first job (_STARTED empty)
+parallel.register_native_hooks(heat=heat)
 
 
 def available() -> bool:
@@ -370,7 +394,9 @@ def run_kept(block: np.ndarray, block_address: int, slots, arrays, address, part
         return False
     try:
         if not _STARTED:  # emptied in a forked child (_after_fork_in_child)
-            _start(workers)
+            # as many workers as the process's kernel threads allow: each job takes at most
+            # ``workers`` of them (the caller's session cap, onnxrt.context)
+            _start(max(workers, parallel.KERNEL_THREADS - 1))
         n = len(arrays)
         if n <= 3:
             # unused slots get -1 and the block itself as a stand-in array
@@ -378,11 +404,11 @@ def run_kept(block: np.ndarray, block_address: int, slots, arrays, address, part
             a1 = arrays[1] if n > 1 else block
             a2 = arrays[2] if n > 2 else block
             team_run_kept(_CTL, part.address, block, slots[0] if n > 0 else -1, a0, slots[1] if n > 1 else -1, a1,
-                          slots[2] if n > 2 else -1, a2, parts, _SYSCALL)
+                          slots[2] if n > 2 else -1, a2, parts, workers, _SYSCALL)
         else:
             for slot, a in zip(slots, arrays):
                 block[slot] = address(a)
-            team_run(_CTL, part.address, block_address or address(block), parts, _SYSCALL)
+            team_run(_CTL, part.address, block_address or address(block), parts, workers, _SYSCALL)
     finally:
         _BUSY.release()
     return True

@@ -14,11 +14,9 @@ from ._conv_common import (
     _WIDENED,
     check_auto_pad,
     coarse_parallel_for,
-    limit_threads,
     offset_view,
     padded,
     scratch,
-    session_threads,
     spatial_attr,
     window_geometry,
 )
@@ -553,7 +551,6 @@ class _PoolBase(OpRun):
             auto_pad=self.auto_pad,
             ceil_mode=getattr(self, "ceil_mode", 0) or 0,
         )
-        self._threads = session_threads(options)
         self._checked: tuple[int, ...] | None = None  # the input shape whose sizes passed check_alloc
 
     def _check_sizes(self, x) -> None:
@@ -571,10 +568,7 @@ class _PoolBase(OpRun):
         """:func:`pool` under the session's intra-op thread cap, with the node's prepared executors."""
         if x.shape != self._checked:
             self._check_sizes(x)
-        if self._threads is None:
-            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
-        with limit_threads(self._threads):
-            return pool(x, mode, self.kernel_shape, **self._kw, **kw)
+        return pool(x, mode, self.kernel_shape, **self._kw, **kw)
 
 
 @register("MaxPool", versions=(1, 8, 10, 11, 12, 22))

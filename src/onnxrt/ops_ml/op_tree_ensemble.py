@@ -10,7 +10,6 @@ import numpy as np
 from ..errors import InvalidAttributeError, KernelError
 from ..registry import register
 from ..ops_cpu._op import OpRun
-from ..parallel import session_threads
 from ._common import ML_DOMAIN, add_columns, apply_transform, class_labels, floats_or_tensor, post_transform_fn
 from ._tree_core import AGGREGATES, LEAF, MEMBER, MODES, Forest, leaf_tables
 
@@ -332,7 +331,7 @@ class TreeEnsemble(OpRun):
         # float16 is compared as float32 (exact: float16 values and splits are float32 values)
         xw = x.astype(np.float32) if x.dtype == np.float16 else x
         self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
-        scores, _ = aggregate(xw, self._aggregate, threads=session_threads(self.options))
+        scores, _ = aggregate(xw, self._aggregate)
         scores = apply_transform(self._transform, scores)
         return (scores.astype(x.dtype),)
 
@@ -382,7 +381,7 @@ class TreeEnsembleRegressor(_TreeV1):
         """The output, the trees' scores by ``aggregate`` (:meth:`Forest.aggregate`, or a fast path's compiled walk)."""
         x = self._threshold_input(x)
         self.check_alloc((x.shape[0], self.forest.n_targets), np.float64, "scores")
-        scores, _ = aggregate(x, self._aggregate, threads=session_threads(self.options))
+        scores, _ = aggregate(x, self._aggregate)
         if self._base is not None:
             add_columns(scores, self._base)
         scores = apply_transform(self._transform, scores)
@@ -438,7 +437,7 @@ class TreeEnsembleClassifier(_TreeV1):
         """Labels and scores, the trees' sums by ``aggregate`` (:meth:`Forest.aggregate`, or a fast path's compiled walk)."""
         need_has = self._need_has
         x = self._threshold_input(x)
-        scores, has = aggregate(x, "SUM", need_has=need_has, threads=session_threads(self.options))
+        scores, has = aggregate(x, "SUM", need_has=need_has)
         if self._single_id is not None:
             return self._binary(scores)
         if self._base is not None:

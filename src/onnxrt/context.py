@@ -1,0 +1,89 @@
+"""The execution context a session owns: its thread cap, its wish for BLAS's threads, its
+scratch buffers, and what its runs used.
+
+Each :class:`~onnxrt.OnnxInference` (hence each ``InferenceSession``) creates one
+:class:`ExecutionContext` from its ``SessionOptions`` when it is built, and every run
+enters it through :class:`onnxrt.parallel.RunScope`: the run's thread (and the pool
+workers that take chunks of its loops) then read the cap, the scratch buffers and the
+counters from the context, never from module-level variables, so two sessions with
+different ``intra_op_num_threads`` can run from many threads at once and each keep its
+own setting.
+
+What stays process-wide, and why (documented in docs/architecture.md):
+
+- the BLAS library numpy loaded has one thread count per process: sessions say what they
+  want (``ExecutionContext.blas_threads``, a run's eager hold at one thread) and one
+  refcounted arbiter (:mod:`onnxrt.native.blas`) applies the smallest wish of the runs in
+  flight, restoring the library's own count when the last leaves;
+- the kernel pool (:mod:`onnxrt.parallel`) and the team of GIL-free workers
+  (:mod:`onnxrt.native.team`) are threads, a machine resource: one of each per process,
+  each job taking at most as many of them as the caller's context allows;
+- numba's compiled modules, loaded once per process (:mod:`onnxrt.native`), and the
+  hooks the compiled layer registers with :func:`onnxrt.parallel.register_native_hooks`;
+- scratch buffers used outside any run (a kernel called directly) are per thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class ExecutionContext:
+    """What one session's runs share: set once when the session is built.
+
+    ``threads``: ``SessionOptions.intra_op_num_threads`` when > 0 (a cap on the threads
+    the session's kernels use: the pool's loops, the team's jobs and BLAS), else None
+    (the process's default, ``onnxrt.parallel.KERNEL_THREADS``).
+    ``peak_threads``: the most threads one kernel of this session's runs has used since
+    the context was made (or :meth:`reset_peak`): pool loops, team jobs and threaded
+    BLAS products record it, so the cap can be checked from outside.
+    Scratch buffers (:func:`onnxrt.parallel.scratch`) are kept per thread *and* per
+    context: they are freed with the session.
+    """
+
+    __slots__ = ("threads", "peak_threads", "_local", "__weakref__")
+
+    def __init__(self, threads: int | None = None) -> None:
+        if threads is not None:
+            threads = int(threads)
+            if threads <= 0:
+                threads = None
+        #: the session's thread cap (None: no cap)
+        self.threads: int | None = threads
+        #: the most threads one kernel of the session's runs used (0: no run yet, 1: each kernel
+        #: ran on its run's own thread)
+        self.peak_threads: int = 0
+        self._local = threading.local()
+
+    @classmethod
+    def from_options(cls, options: Any) -> ExecutionContext:
+        """The context of a session built with ``options`` (SessionOptions or None)."""
+        from ._memory import tune_from_environment
+
+        tune_from_environment()  # ONNXRT_MALLOPT=1: the allocator tuning the user asked for
+        return cls(int(getattr(options, "intra_op_num_threads", 0) or 0) or None)
+
+    def note_threads(self, n: int) -> None:
+        """A kernel of this session's runs used ``n`` threads (keeps the maximum)."""
+        if n > self.peak_threads:
+            self.peak_threads = n
+
+    def reset_peak(self) -> None:
+        self.peak_threads = 0
+
+    def buffers(self) -> dict:
+        """This thread's scratch buffers of this context (created empty)."""
+        local = self._local
+        try:
+            return local.buffers
+        except AttributeError:
+            local.buffers = {}
+            return local.buffers
+
+    def release_scratch(self) -> None:
+        """Drop this thread's scratch buffers of this context."""
+        self._local.buffers = {}
+
+    def __repr__(self) -> str:
+        return f"ExecutionContext(threads={self.threads!r}, peak_threads={self.peak_threads})"
