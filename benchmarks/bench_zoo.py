@@ -163,6 +163,21 @@ def _torch_model(name: str) -> tuple[Any, list[tuple[str, np.ndarray]], list[str
     raise ValueError(f"unknown model {name!r}")
 
 
+def _dynamic_shapes(model: Any, feeds: list[tuple[str, np.ndarray]], axes: dict[str, dict[int, str]]) -> tuple[Any, ...]:
+    """torch.export's dynamic_shapes for the dynamo exporter: Dim.DYNAMIC on each named axis
+    but those of size 1 other than the batch, grouped like forward's parameters (the
+    trailing feeds into one tuple where forward takes *args)."""
+    import torch
+
+    specs = [{ax: torch.export.Dim.DYNAMIC for ax, nm in axes.get(n, {}).items() if v.shape[ax] != 1 or nm == "batch"}
+             for n, v in feeds]
+    params = inspect.signature(model.forward).parameters.values()
+    fixed = sum(1 for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD))
+    if any(q.kind == q.VAR_POSITIONAL for q in params):
+        return (*specs[:fixed], tuple(specs[fixed:]))
+    return tuple(specs)
+
+
 def _paths(name: str, exporter: str) -> dict[str, str]:
     base = os.path.join(CACHE, f"{name}.{exporter}")
     return {"onnx": base + ".onnx", "feeds": base + ".feeds.npz", "error": base + ".error.txt", "info": base + ".json"}
@@ -185,16 +200,28 @@ def export_one(name: str, exporter: str) -> None:
     path = os.path.join(tmp, os.path.basename(p["onnx"]))
     note = ""
     t0 = time.perf_counter()
+    attempts: list[tuple[str, dict[str, Any]]] = [("", {"dynamic_axes": axes})]
+    if exporter == "dynamo":
+        # dynamo: dynamic_axes are converted to dynamic_shapes, which fails on a forward with
+        # *args (gpt2-step's past key/values); then dynamic_shapes directly, leaving static the
+        # axes of size 1 other than the batch (a dynamic new-token axis makes transformers'
+        # SDPA call take a symbolic is_causal, which torch.export rejects)
+        attempts.append(("dynamic batch and past/total axes, static 1-token axis", {"dynamic_shapes": _dynamic_shapes(model, feeds, axes)}))
+    attempts.append(("static shapes", {}))
+    errors = []
     with torch.no_grad():
-        try:
-            torch.onnx.export(model, args, path, input_names=names, output_names=outputs, dynamic_axes=axes,
-                              dynamo=exporter == "dynamo")
-        except Exception as e:  # noqa: BLE001  (retried with static shapes, then reported)
-            note = f"static shapes (dynamic axes: {_first_line(e)})"
-            shutil.rmtree(tmp)
-            tmp = tempfile.mkdtemp(dir=CACHE)
-            path = os.path.join(tmp, os.path.basename(p["onnx"]))
-            torch.onnx.export(model, args, path, input_names=names, output_names=outputs, dynamo=exporter == "dynamo")
+        for label, kw in attempts:
+            try:
+                torch.onnx.export(model, args, path, input_names=names, output_names=outputs, dynamo=exporter == "dynamo", **kw)
+                break
+            except Exception as e:  # noqa: BLE001  (the next attempt; the last one's error is reported)
+                errors.append(_first_line(e))
+                shutil.rmtree(tmp)
+                tmp = tempfile.mkdtemp(dir=CACHE)
+                path = os.path.join(tmp, os.path.basename(p["onnx"]))
+                if label == attempts[-1][0]:
+                    raise
+                note = f"{attempts[len(errors)][0]} (dynamic axes: {errors[0]})"
     seconds = time.perf_counter() - t0
     # feeds by the exported graph's input names: positional when the exporter renamed them
     proto = onnx.load(path, load_external_data=False)
