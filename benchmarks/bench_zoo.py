@@ -328,11 +328,12 @@ def _mb(b: int | None) -> str:
 
 
 def report(results: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    rows, ratios, mems = [], [], []
+    rows, ratios, mems, footnotes = [], [], [], []
     for r in results:
         label = [r["model"], r["exporter"]]
         if r.get("export_error"):
-            rows.append(label + ["-"] * 8 + [f"export failed: {r['export_error']}"])
+            rows.append(label + ["-"] * 8 + [f"export failed [{len(footnotes) + 1}]"])
+            footnotes.append(f"[{len(footnotes) + 1}] {r['model']}/{r['exporter']}: {r['export_error']}")
             continue
         times, loads, rss = r.get("times", {}), r.get("load", {}), r.get("rss", {})
         med = {rt: statistics_median(v) for rt, v in times.items()}
@@ -350,14 +351,17 @@ def report(results: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
         for rt, e in r.get("errors", {}).items():
             notes.append(f"{rt} failed: {_first_line(e)}")
         if r.get("info", {}).get("note"):
-            notes.append(r["info"]["note"])
+            notes.append(f"exported with {r['info']['note']}")
         agree = ("yes" if r.get("agree") else f"no ({r.get('max_diff', float('nan')):.2g})") if ratio else "-"
+        if notes:
+            footnotes.append(f"[{len(footnotes) + 1}] {r['model']}/{r['exporter']}: {'; '.join(notes)}")
+            agree += f" [{len(footnotes)}]"
         rows.append(label + [
             str(r.get("info", {}).get("nodes", "-")),
             fmt_time(med.get("onnxrt")), fmt_time(med.get("onnxruntime")), f"{ratio:.2f}" if ratio else "-",
             f"{create('onnxrt')} / {create('onnxruntime')}", f"{first('onnxrt')} / {first('onnxruntime')}",
             f"{_mb(peak.get('onnxrt'))} / {_mb(peak.get('onnxruntime'))}", f"{mem_ratio:.2f}" if mem_ratio else "-",
-            agree + (f"; {'; '.join(notes)}" if notes else ""),
+            agree,
         ])
     table = markdown_table(
         ["model", "exporter", "nodes", "onnxrt", "onnxruntime", "ratio", "session creation (onnxrt / ort)",
@@ -366,7 +370,7 @@ def report(results: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     )
     g = geomean([x for _, x in ratios])
     summary = {"geomean": g, "ratios": ratios, "mems": mems}
-    lines = [table, ""]
+    lines = [table, *footnotes, ""]
     for exp in EXPORTERS:
         ge = geomean([x for r, x in ratios if r["exporter"] == exp])
         if ge:
