@@ -298,12 +298,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1
 
 
+def _print_paths(domain: str | None) -> int:
+    """``onnxrt ops --paths``: every declared fast path, by operator; the reference kernel last."""
+    from .dispatch import all_paths
+
+    want = None if domain is None else ("" if domain == "ai.onnx" else domain)
+    print(f"{'domain':<14} {'operator':<28} {'fast path':<30} {'native':<7} condition / what it does")
+    for p in all_paths():
+        if want is not None and p.domain != want:
+            continue
+        print(f"{p.domain or 'ai.onnx':<14} {p.op_type:<28} {p.name:<30} {'yes' if p.native else 'no':<7} {p.doc}")
+    print("(every operator falls back to its reference kernel, OpRun._run in numpy, when no path applies)")
+    return 0
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     from .tools.ops_table import markdown, rows
 
     if args.markdown:
         print(markdown())
         return 0
+    if args.paths:
+        return _print_paths(args.domain)
     table = rows(custom=True)
     domain = None if args.domain is None else ("" if args.domain == "ai.onnx" else args.domain)
     if domain is not None and all(dom != domain for dom, *_ in table):
@@ -366,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--domain", help="only this domain ('' or ai.onnx for the default domain)")
     ops.add_argument("--all", action="store_true", help="also list the operators onnxrt lacks")
     ops.add_argument("--markdown", action="store_true", help="print docs/operators.md")
+    ops.add_argument("--paths", action="store_true", help="list each operator's declared fast paths (onnxrt.dispatch), in the order they are tried")
     ops.set_defaults(func=cmd_ops)
     return parser
 

@@ -17,9 +17,10 @@ from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import check_expansion, expansion_budget, function_key
 from .model import check_versions, load_limit, load_model
 from . import native as _jit
+from . import dispatch
 from .native import no_jit_run
 from .context import ExecutionContext
-from .parallel import EAGER_BLAS_SIZE, RunScope, gate_enter, gate_exit
+from .parallel import _TLS, EAGER_BLAS_SIZE, RunScope, gate_enter, gate_exit
 from .plan import Hooks, Plan, Step, optimization_level
 from .ortvalue import SparseFeed
 
@@ -352,6 +353,9 @@ class OnnxInference:
         self.model: onnx.ModelProto = proto
         self.base_dir = base_dir
         self.options = options
+        #: False (SessionOptions.fast_paths, or ONNXRT_FASTPATHS=0): every node runs its
+        #: reference kernel and no compiled code (onnxrt.dispatch); every run then takes _first
+        self._fast_paths = bool(getattr(options, "fast_paths", True)) and dispatch.ENABLED
         self.opsets = check_versions(proto)
         functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}
         self._functions = functions
@@ -369,7 +373,7 @@ class OnnxInference:
         )
         self._plain: Plan | None = None
         #: the next run is the session's first: numpy kernels only (see :meth:`_first`)
-        self._first_run = _jit.ENABLED and not _jit.EAGER
+        self._first_run = (_jit.ENABLED and not _jit.EAGER) or not self._fast_paths
         #: warmup_runs: 2 while the first run leaves compiled kernels to the second
         self._warmups = 2 if self._first_run and not _jit.compiled_loaded() else 1
         #: jobs the team of compiled workers took in the last run (onnxrt.parallel.RunScope)
@@ -443,7 +447,7 @@ class OnnxInference:
         those of the optimised plan (fused nodes keep the name of their first node) unless
         ``intermediate=True`` or a value the optimiser removed is requested.
         """
-        if self._first_run:
+        if self._first_run and not _TLS.no_jit:  # (inside _first: a reference session keeps _first_run)
             return self._first(self.run, inputs, intermediate, verbose, output_names, fLOG, trace, node_time)
         if not isinstance(inputs, dict) and type(inputs).__module__.startswith("pandas"):
             from .tools.frames import frame_feeds, is_dataframe
@@ -468,6 +472,22 @@ class OnnxInference:
         with np.errstate(all="ignore"), RunScope(self._context, self._eager_blas or _large_feed(feeds), self, self.plan.uses_blas):
             return self._run(feeds, intermediate, verbose, output_names, fLOG, trace)
 
+    def fast_paths(self) -> list[dict[str, Any]]:
+        """What the dispatcher picked for each node of the main graph whose operator
+        declares fast paths (:mod:`onnxrt.dispatch`): one row per node and input signature
+        met so far, ``{"name", "op_type", "signature", "native", "path"}`` (``path`` is
+        ``"reference"`` where no fast path applied; ``native``: compiled kernels were
+        active for that call)."""
+        rows = []
+        for st in self.plan.steps:
+            fn = st.fn
+            if not isinstance(fn, dispatch.Dispatcher):
+                continue
+            for key, path in fn.choices():
+                rows.append({"name": st.name, "op_type": st.op_type, "signature": key[1:], "native": key[0],
+                             "path": path})
+        return rows
+
     @property
     def warmup_runs(self) -> int:
         """How many runs carry one-time costs before the steady state: the first (kernels
@@ -482,6 +502,9 @@ class OnnxInference:
         unless the process has loaded them already (another session's runs paid for numba
         and LLVM: this session's first run then takes the compiled paths too, as its later
         runs will). A first run that fails leaves the next one first."""
+        if not self._fast_paths:  # every run of the session on reference kernels, no compiled code
+            with no_jit_run():
+                return fn(*args)
         self._first_run = False
         if _jit.compiled_loaded():
             self._warmups = 1
@@ -496,7 +519,7 @@ class OnnxInference:
     def run_outputs(self, inputs: dict[str, Any]) -> list[Any]:
         """The graph outputs, in order, as a list: :meth:`run` without options, with the
         least overhead (``InferenceSession.run(None, feeds)`` comes here)."""
-        if self._first_run:
+        if self._first_run and not _TLS.no_jit:  # (inside _first: a reference session keeps _first_run)
             return self._first(self.run_outputs, inputs)
         feeds = self.validate_feeds(inputs)
         eager = self._eager_blas or _large_feed(feeds)

@@ -173,6 +173,9 @@ class SessionOptions(_Options):
       above it is refused when the session is created, before any inlining.
     * ``strict`` (onnxrt's own, default False): the one-time warnings onnxrt gives for models
       that break the ONNX specification become errors.
+    * ``fast_paths`` (onnxrt's own, default True): False runs every node on its reference
+      kernel in numpy, without compiled code (:mod:`onnxrt.dispatch`), to tell a fast path's
+      discrepancy from the model's own; ``ONNXRT_FASTPATHS=0`` does so for the whole process.
     * ``profile_file_prefix`` defaults to ``"onnxrt_profile"``.
     * ``log_severity_level`` (-1: the default logger's, see
       :func:`onnxrt.set_default_logger_severity`) and ``logid`` filter and label the records
@@ -209,6 +212,7 @@ class SessionOptions(_Options):
         "max_tensor_bytes": (_optional_int(0), None),
         "max_expanded_nodes": (_int(1), 1_000_000),  # functions.MAX_EXPANDED_NODES
         "strict": (_bool, False),
+        "fast_paths": (_bool, True),
     }
 
     def __init__(self) -> None:

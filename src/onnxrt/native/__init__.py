@@ -155,6 +155,8 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
     if total < cold_total and not team.awake():
         return False
     k = kernels()
+    if len(args) + 1 != layout.LAYOUTS[part].size:  # (always: a miscounted block would be read out of bounds)
+        raise layout.NativeArgumentError(f"{part}: {len(args)} arguments, its layout declares {layout.LAYOUTS[part].size - 1}")
     # the arrays' addresses go into their slots in the team's compiled call (run_kept)
     values, slots, arrays = [], [], []
     for i, a in enumerate(args):
@@ -166,6 +168,11 @@ def team_split(part: str, args: list, total: int, max_parts: int = 64, part_size
             values.append(a)
     values.append(parts)
     block = np.array(values, np.int64)
+    if layout.DEBUG:
+        filled = block.copy()
+        for s, a in zip(slots, arrays):
+            filled[s] = a.ctypes.data
+        layout.check(part, filled, dict(zip(slots, arrays)))
     return team.run_kept(block, 0, slots, arrays, k.address, k.part_function(part), parts, threads - 1)
 
 
@@ -177,7 +184,7 @@ class TeamJob:
     about 3 us per call instead of team_split's ~10 (measured on two cores, 20-40 once
     the interpreter's caches are cold behind a large kernel). Holds the fixed arrays."""
 
-    __slots__ = ("parts", "cold", "fn", "name", "block", "block_address", "slots", "keep", "workers", "team", "address")
+    __slots__ = ("parts", "cold", "fn", "name", "block", "block_address", "slots", "keep", "kept", "workers", "team", "address")
 
     def __init__(self, part: str, args: list, total: int, max_parts: int = 64, part_size: int = TEAM_PART,
                  cold_total: int = 0) -> None:
@@ -191,8 +198,12 @@ class TeamJob:
         k = kernels()
         if k is None:
             self.parts = 0
+        if len(args) + 1 != layout.LAYOUTS[part].size:
+            raise layout.NativeArgumentError(f"{part}: {len(args)} arguments, its layout declares {layout.LAYOUTS[part].size - 1}")
         self.slots = tuple(i for i, a in enumerate(args) if a is None)
         self.keep = [a for a in args if type(a) is np.ndarray]
+        #: position -> array of the fixed arrays (the debug mode checks the block against them)
+        self.kept = {i: a for i, a in enumerate(args) if type(a) is np.ndarray} if layout.DEBUG else None
         self.team, self.address = team, k.address if k is not None else None
         self.block = np.array([0 if a is None else k.address(a) if type(a) is np.ndarray else a
                                for a in args] + [self.parts], np.int64) if k is not None else None
@@ -213,6 +224,13 @@ class TeamJob:
             return False
         if self.fn is None:
             self.fn = _LOADED[CORE].part_function(self.name)  # type: ignore[union-attr]
+        if self.kept is not None:
+            filled = self.block.copy()  # type: ignore[union-attr]
+            by_slot = dict(self.kept)
+            for s, a in zip(self.slots, arrays):
+                filled[s] = a.ctypes.data
+                by_slot[s] = a
+            layout.check(self.name, filled, by_slot)
         return team.run_kept(self.block, self.block_address, self.slots, arrays, self.address,  # type: ignore[union-attr]
                              self.fn, self.parts, self.workers)
 
