@@ -85,10 +85,16 @@ def _declare_fastmath(op_type: str, kernel: Callable[..., np.ndarray], min_size:
     def numpy_path(op: Any, x: np.ndarray) -> Callable[[np.ndarray], tuple]:
         return lambda x: (_via_float32(lambda v: kernel(op, v, False), x, False),)
 
-    compiled_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by the compiled twin of "
-                             f"_fastmath's kernel, from {fm.JIT_MIN_SIZE} elements on.")
-    numpy_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by _fastmath's numpy "
-                          f"passes, from {min_size} elements on, while compiled kernels are off.")
+    if names == _CASTS:
+        compiled_path.__doc__ = (f"{op_type} of float16 through _fastmath's compiled bit casts around the reference's "
+                                 f"float32 formula, from {fm.JIT_MIN_SIZE} elements on.")
+        numpy_path.__doc__ = (f"{op_type} of float16 through _fastmath's numpy bit casts around the reference's "
+                              f"float32 formula, from {min_size} elements on, while compiled kernels are off.")
+    else:
+        compiled_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by the compiled twin of "
+                                 f"_fastmath's kernel, from {fm.JIT_MIN_SIZE} elements on.")
+        numpy_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by _fastmath's numpy "
+                              f"passes, from {min_size} elements on, while compiled kernels are off.")
     fast_path(op_type, names[0], when=_sized(dtypes, fm.JIT_MIN_SIZE, extra), native=True, prepared=True)(compiled_path)
     fast_path(op_type, names[1], when=_sized(dtypes, min_size, extra), native=False, prepared=True)(numpy_path)
 
@@ -102,6 +108,7 @@ def _alpha(op: Any, default: float = 1.0) -> float:
 
 
 _SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+_CASTS = ("float16 compiled casts", "float16 bit casts")
 
 _declare_fastmath("Erf", lambda op, x, c: fm.erf(x, compiled=c), fm.ERF_MIN_SIZE)
 # fm.sigmoid is the reference's formula by chunks (no speed gain in numpy, bounded scratch
@@ -120,7 +127,6 @@ _declare_fastmath("Gelu", lambda op, x, c: fm.gelu(x, compiled=c), fm.ERF_MIN_SI
                   lambda op: op._kw["approximate"] == "none")
 # the reference's float32 formulas are the fast ones (one np.exp and a few passes): only
 # float16 gains, by the bit casts
-_CASTS = ("float16 compiled casts", "float16 bit casts")
 _declare_fastmath("Gelu", lambda op, x, c: _gelu_plain(x, "tanh"), fm.ERF_MIN_SIZE,
                   lambda op: op._kw["approximate"] == "tanh", (_F16,), _CASTS)
 _declare_fastmath("Mish", lambda op, x, c: _mish_plain(x), fm.CAST_MIN_SIZE, None, (_F16,), _CASTS)
@@ -129,7 +135,7 @@ _declare_fastmath("Swish", lambda op, x, c: _swish_plain(x, _alpha(op)), fm.CAST
 
 @fast_path("Relu", "compiled float32 loop", when=_sized((_F32,), RELU_JIT_SIZE), native=True)
 def relu_compiled(op: Any, x: np.ndarray) -> tuple | None:
-    """Relu of float32 from RELU_JIT_SIZE elements on by the compiled loop (1.4x faster than np.clip at 1e6)."""
+    """Relu of float32 from 16384 elements on (RELU_JIT_SIZE) by the compiled loop (1.4x faster than np.clip at 1e6)."""
     k = native.kernels()
     if k is None:
         return None
