@@ -1,4 +1,4 @@
-"""Fit the polynomial coefficients of src/onnxrt/ops_cpu/_fastmath.py and print them as Python tables.
+"""Fit the polynomial coefficients of src/onnxrt/fastpaths/_fastmath.py and print them as Python tables.
 
 Usage: python scripts/fit_fastmath.py [--check]
 
@@ -101,7 +101,7 @@ def ulp(y: np.ndarray, ref: np.ndarray) -> int:
 
 def check() -> None:
     """Evaluate the _fastmath kernels (which hold the rounded tables) against float64 references."""
-    from onnxrt.ops_cpu import _fastmath as fm
+    from onnxrt.fastpaths import _fastmath as fm
 
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.uniform(-6, 6, 2_000_000), rng.standard_normal(1_000_000)]).astype(np.float32)

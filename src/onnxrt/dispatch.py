@@ -36,12 +36,14 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import native
+from .parallel import _TLS
 
 #: False when the environment says ONNXRT_FASTPATHS=0: every node runs its reference kernel
 ENABLED = os.environ.get("ONNXRT_FASTPATHS", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -51,6 +53,10 @@ MAX_SIGNATURES = 64
 
 #: the name a listing gives the reference kernel
 REFERENCE = "reference"
+
+#: compiled kernels allowed in this process (ONNXRT_JIT, read once); a thread's
+#: ``_TLS.no_jit`` (a session's first run, ``native.disabled()``) turns them off for it
+_NATIVE = native.ENABLED
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,10 @@ class FastPath:
     prepared: bool = False
     doc: str = ""
     module: str = field(default="", compare=False)
+    #: the node's largest input has at least this many elements whenever ``when`` holds:
+    #: below the smallest of an operator's paths, a call goes to the reference kernel
+    #: without a signature (a small element-wise node pays little for paths meant for large ones)
+    min_size: int = 0
 
 
 #: (domain, op_type) -> its fast paths in the order they are tried
@@ -87,7 +97,7 @@ _LOADED: set[str] = set()
 
 
 def fast_path(op_type: str | tuple[str, ...], name: str, *, when: Callable[..., bool], domain: str = "",
-              native: bool = True, prepared: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+              native: bool = True, prepared: bool = False, min_size: int = 0) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the fast path ``name`` of ``op_type`` (or of each
     operator of a tuple), tried after the paths declared before it. See :class:`FastPath`."""
     op_types = (op_type,) if isinstance(op_type, str) else tuple(op_type)
@@ -95,7 +105,7 @@ def fast_path(op_type: str | tuple[str, ...], name: str, *, when: Callable[..., 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         for op in op_types:
-            path = FastPath(op, name, when, fn, domain, native, prepared, " ".join(doc.split()), fn.__module__)
+            path = FastPath(op, name, when, fn, domain, native, prepared, " ".join(doc.split()), fn.__module__, min_size)
             with _LOCK:
                 paths = _TABLE.setdefault((domain, op), [])
                 if any(p.name == name for p in paths):
@@ -168,50 +178,67 @@ def signature(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
 
 class Dispatcher:
     """A node's kernel as the plan calls it: the path chosen for each input signature
-    (:mod:`onnxrt.dispatch`). ``choices()`` tells what was picked."""
+    (:mod:`onnxrt.dispatch`). ``choices()`` tells what was picked.
 
-    __slots__ = ("op", "paths", "chosen", "reference", "varying", "arity", "__weakref__")
+    The hot path costs about a microsecond a call: one tuple of the varying inputs'
+    dtype, shape and strides (the node's model constants are left out: the same arrays
+    on every call) and one dict lookup; a node whose inputs are all smaller than every
+    path's ``min_size`` skips even that."""
+
+    __slots__ = ("op", "paths", "chosen", "reference", "varying", "arity", "min_size", "__weakref__")
 
     def __init__(self, op: Any, paths: list[FastPath], reference: bool = False):
         self.op = op
         self.paths = paths
-        #: signature -> (path name, callable)
-        self.chosen: dict[tuple[Any, ...], tuple[str, Callable[..., Any]]] = {}
+        #: key -> (path name, callable, signature)
+        self.chosen: dict[tuple[Any, ...], tuple[str, Callable[..., Any], tuple[Any, ...]]] = {}
         #: True: every call runs the reference kernel (the session turned fast paths off)
         self.reference = reference
-        #: positions of the inputs the signature describes: all but the node's model
-        #: constants (``op.const_inputs``, the same immutable arrays on every call: a
-        #: DenseChain's ten weights would cost more to describe than its layer to run),
-        #: settled at the first call, for ``arity`` inputs
-        self.varying: Callable[[tuple[Any, ...]], Any] | None = None
+        #: positions of the inputs the signature describes (settled at the first call, for
+        #: ``arity`` inputs): all but the node's model constants (``op.const_inputs``)
+        self.varying: tuple[int, ...] = ()
         self.arity = -1
+        self.min_size = min(p.min_size for p in paths)
+
+    def _small(self, inputs: tuple[Any, ...]) -> bool:
+        """No input has ``min_size`` elements: no path can apply."""
+        nd, least = np.ndarray, self.min_size
+        for a in inputs:
+            if type(a) is nd and a.size >= least:
+                return False
+        return True
 
     def _key(self, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
         if len(inputs) != self.arity:
             consts = self.op.const_inputs
-            keep = [i for i in range(len(inputs)) if i not in consts]
-            self.varying = (lambda xs: xs) if len(keep) == len(inputs) else (lambda xs, _k=keep: [xs[i] for i in _k])
+            self.varying = tuple(i for i in range(len(inputs)) if i not in consts)
             self.arity = len(inputs)
         nd = np.ndarray
-        return (native.active(), *[(a.dtype, a.shape, a.strides) if type(a) is nd else type(a)
-                                   for a in self.varying(inputs)])  # type: ignore[misc]
+        active = _NATIVE and not _TLS.no_jit
+        var = self.varying
+        if len(var) == 1:
+            a = inputs[var[0]]
+            return (active, a.dtype, a.shape, a.strides) if type(a) is nd else (active, type(a))
+        return (active, *[(a.dtype, a.shape, a.strides) if type(a) is nd else type(a) for a in map(inputs.__getitem__, var)])
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         if self.reference or kwargs:
             return self.op._run(*inputs, **kwargs)
+        if self.min_size and self._small(inputs):
+            return self.op._run(*inputs)
         key = self._key(inputs)
-        active = key[0]
         hit = self.chosen.get(key)
         if hit is None:
-            hit = self._pick(key, inputs, active)
+            hit = self._pick(key, inputs)
         res = hit[1](*inputs)
         if res is None:  # the path declined this call
             return self.op._run(*inputs)
         return res
 
-    def _pick(self, key: tuple[Any, ...], inputs: tuple[Any, ...], active: bool) -> tuple[str, Callable[..., Any]]:
+    def _pick(self, key: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[str, Callable[..., Any], tuple[Any, ...]]:
         op = self.op
-        hit: tuple[str, Callable[..., Any]] = (REFERENCE, op._run)
+        active = key[0]
+        name, run = REFERENCE, op._run
         for path in self.paths:
             if path.native and not active:
                 continue
@@ -221,13 +248,13 @@ class Dispatcher:
                 executor = path.fn(op, *inputs)
                 if executor is None:
                     continue
-                hit = (path.name, executor)
+                name, run = path.name, executor
             else:
-                fn = path.fn
-                hit = (path.name, lambda *xs, _fn=fn, _op=op: _fn(_op, *xs))
+                name, run = path.name, partial(path.fn, op)
             break
         if len(self.chosen) >= MAX_SIGNATURES:
             self.chosen.clear()
+        hit = (name, run, signature([inputs[i] for i in self.varying]))
         self.chosen[key] = hit
         return hit
 
@@ -235,15 +262,16 @@ class Dispatcher:
         """The name of the path calls with these inputs take (picking it if never met)."""
         if self.reference:
             return REFERENCE
+        if self.min_size and self._small(inputs):
+            return REFERENCE
         key = self._key(inputs)
         hit = self.chosen.get(key)
-        return (hit or self._pick(key, inputs, key[0]))[0]
+        return (hit or self._pick(key, inputs))[0]
 
     def choices(self) -> list[tuple[tuple[Any, ...], str]]:
-        """(signature, path name) of every signature met so far (the first item of a
-        signature says whether compiled kernels were active; the others describe the
-        inputs that are not model constants, in order)."""
-        return [(key, name) for key, (name, _) in list(self.chosen.items())]
+        """((compiled kernels active, signature), path name) of every signature met so far;
+        the signature describes the inputs that are not model constants, in order."""
+        return [((key[0], *sig), name) for key, (name, _, sig) in list(self.chosen.items())]
 
 
 def bind(op: Any, reference: bool = False) -> Callable[..., Any]:

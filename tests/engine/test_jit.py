@@ -35,7 +35,7 @@ _SCRIPT = textwrap.dedent(
     again = sess.run(None, {"x": x})
     # a second session of the process: compiled kernels are loaded, its first run takes them
     other = onnxrt.InferenceSession(model.SerializeToString())
-    from onnxrt.ops_cpu import _fastmath
+    from onnxrt.fastpaths import _fastmath
     calls = []
     kept = _fastmath._jit.kernels
     _fastmath._jit.kernels = lambda *a: calls.append(_fastmath._jit.active()) or kept(*a)
@@ -87,7 +87,7 @@ def test_compiled_kernels_run_concurrently_from_many_threads():
     """nogil loops called from 8 threads at once (and the first compilation racing): same results."""
     import threading
 
-    from onnxrt.ops_cpu import _fastmath as fm
+    from onnxrt.fastpaths import _fastmath as fm
 
     x = (np.random.default_rng(1).standard_normal(300_000) * 3).astype(np.float32)
     expected = fm.erf(x)
@@ -120,7 +120,7 @@ def test_without_numba_the_numpy_kernels_run_and_the_reason_is_kept():
         import sys
         sys.modules["numba"] = None  # 'import numba' now raises ImportError
         import numpy as np
-        from onnxrt import native as _jit; from onnxrt.ops_cpu import _fastmath as fm
+        from onnxrt import native as _jit; from onnxrt.fastpaths import _fastmath as fm
         from onnxrt.ops_cpu.op_softmax import softmax
         x = (np.random.default_rng(0).standard_normal(100_000) * 3).astype(np.float32)
         e = fm.erf(x)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from onnxrt import parallel
-from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.fastpaths import _fastmath as fm
 from onnxrt import native as _jit; from onnxrt.ops_cpu import op_softmax
 
 from ..helpers import run_in_threads
@@ -269,19 +269,18 @@ def test_team_im2col_pooling_and_batch_normalization_equal_the_serial_paths(spy,
     BatchNormalization's scale and shift (+ Relu) split over the team: the same bits as the
     serial loops."""
     from onnxrt.fastpaths.norm import affine_compiled
+    from onnxrt.fastpaths.pool import compiled_pool
+
+    def pool(x, mode, kernel_shape, **kw):  # MaxPool/AveragePool's compiled path (onnxrt.fastpaths.pool)
+        return compiled_pool(x.shape, mode, kernel_shape, **kw)(x)
 
     def _apply(x, a, b, spatial, relu=False):  # BatchNormalization's compiled path (onnxrt.fastpaths.norm)
         return affine_compiled(x, a, b, relu)
-
-    from onnxrt.fastpaths.pool import compiled_pool
 
     from ..ops.conv_table import fast_conv
 
     def conv(*args, **kw):  # Conv's table, W a feed: the unprepared entries
         return fast_conv(*args, const=False, **kw)
-
-    def pool(x, mode, kernel_shape, **kw):  # MaxPool/AveragePool's compiled path (onnxrt.fastpaths.pool)
-        return compiled_pool(x.shape, mode, kernel_shape, **kw)(x)
 
     rng = np.random.default_rng(30)
     x = rng.standard_normal((2, 48, 41, 37)).astype(np.float32)
@@ -419,7 +418,6 @@ def test_short_jobs_go_only_to_awake_workers(spy, monkeypatch):
 
     def _apply(x, a, b, spatial, relu=False):  # BatchNormalization's compiled path (onnxrt.fastpaths.norm)
         return affine_compiled(x, a, b, relu)
-
 
     rng = np.random.default_rng(70)
     x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)  # 200K elements: 6 parts, below the cold size

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.fastpaths import _fastmath as fm
 from onnxrt import native as _jit
 from onnxrt.ops_cpu import family_activation as fa
 

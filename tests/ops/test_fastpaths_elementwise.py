@@ -3,7 +3,7 @@
 Each test builds a one-node model whose input makes one path apply, checks that the
 session picked it (``OnnxInference.fast_paths()``) and compares its outputs with a session
 on the reference kernels (``SessionOptions.fast_paths = False``). Tolerances come from the
-accuracy the kernels state (onnxrt.ops_cpu._fastmath) plus the reference's own rounding
+accuracy the kernels state (onnxrt.fastpaths._fastmath) plus the reference's own rounding
 (numpy's float32 exp/expm1/logaddexp and scipy's erf/erfc: about 1 ulp each); the
 paths that run the same IEEE operations as the reference must give its bits.
 """
@@ -20,7 +20,7 @@ from onnx import TensorProto
 import onnxrt
 from onnxrt import dispatch, native
 from onnxrt.fastpaths import elementwise as ew
-from onnxrt.ops_cpu import _fastmath as fm
+from onnxrt.fastpaths import _fastmath as fm
 from tests.helpers import make_single_node_model
 from tests.ops.fastpath_check import check_path, picked
 
@@ -200,7 +200,8 @@ def test_small_and_other_inputs_stay_on_the_reference():
         sess.run({"x": x})
         y = sess.run({"x": x})["y"]
         assert y.shape == x.shape and y.dtype == x.dtype
-        assert picked(sess, op) == {"reference"}, op
+        # below every path's min_size the dispatcher runs the reference without recording a choice
+        assert picked(sess, op) <= {"reference"}, op
     # same shapes (no row), and a legacy broadcast, keep numpy's ufunc
     a = np.ones((200, 100), np.float32)
     model = make_single_node_model("Add", [("a", F, [200, 100]), ("b", F, [200, 100])], [("y", F, None)], opset=14)

@@ -326,7 +326,7 @@ def test_batchnorm_add_and_sum_fuse_with_relu_without_touching_their_inputs():
 def test_fused_batchnorm_relu_single_pass_equals_the_two_nodes(part, monkeypatch):
     # the compiled pass computes x * a + b and the Relu together (rows split over the pool
     # when forced): the same bits as BatchNormalization then Relu, -0 and NaN kept
-    from onnxrt.ops_cpu import _fastmath as fm
+    from onnxrt.fastpaths import _fastmath as fm
 
     if part is not None:
         monkeypatch.setattr(fm, "JIT_PART", part)

@@ -1,7 +1,7 @@
 """Fast paths of Cast and CastLike (reference kernel: onnxrt.ops_cpu.op_cast.cast).
 
 numpy's float32 <-> float16 casts are scalar loops; integer arithmetic on the bits
-(onnxrt.ops_cpu._fastmath's f32_to_f16 / f16_to_f32) gives the same bits (round to nearest
+(onnxrt.fastpaths._fastmath's f32_to_f16 / f16_to_f32) gives the same bits (round to nearest
 even, overflow to inf, subnormals, NaN payloads), 1.5-3x faster in numpy passes, 4-5x as
 one compiled loop:
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dispatch import fast_path
-from ..ops_cpu import _fastmath as fm
+from . import _fastmath as fm
 
 _F32 = np.dtype(np.float32)
 _F16 = np.dtype(np.float16)

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import native
 from ..dispatch import fast_path
-from ..ops_cpu import _fastmath as fm
+from . import _fastmath as fm
 from ..ops_cpu.family_activation import _gelu_plain, _mish_plain, _swish_plain
 
 _F32 = np.dtype(np.float32)
@@ -95,8 +95,10 @@ def _declare_fastmath(op_type: str, kernel: Callable[..., np.ndarray], min_size:
                                  f"_fastmath's kernel, from {fm.JIT_MIN_SIZE} elements on.")
         numpy_path.__doc__ = (f"{op_type} of float32 (float16, bfloat16 through float32) by _fastmath's numpy "
                               f"passes, from {min_size} elements on, while compiled kernels are off.")
-    fast_path(op_type, names[0], when=_sized(dtypes, fm.JIT_MIN_SIZE, extra), native=True, prepared=True)(compiled_path)
-    fast_path(op_type, names[1], when=_sized(dtypes, min_size, extra), native=False, prepared=True)(numpy_path)
+    fast_path(op_type, names[0], when=_sized(dtypes, fm.JIT_MIN_SIZE, extra), native=True, prepared=True,
+              min_size=fm.JIT_MIN_SIZE)(compiled_path)
+    fast_path(op_type, names[1], when=_sized(dtypes, min_size, extra), native=False, prepared=True,
+              min_size=min_size)(numpy_path)
 
 
 def _finite(*values: float) -> bool:
@@ -133,7 +135,7 @@ _declare_fastmath("Mish", lambda op, x, c: _mish_plain(x), fm.CAST_MIN_SIZE, Non
 _declare_fastmath("Swish", lambda op, x, c: _swish_plain(x, _alpha(op)), fm.CAST_MIN_SIZE, None, (_F16,), _CASTS)
 
 
-@fast_path("Relu", "compiled float32 loop", when=_sized((_F32,), RELU_JIT_SIZE), native=True)
+@fast_path("Relu", "compiled float32 loop", when=_sized((_F32,), RELU_JIT_SIZE), native=True, min_size=RELU_JIT_SIZE)
 def relu_compiled(op: Any, x: np.ndarray) -> tuple | None:
     """Relu of float32 from 16384 elements on (RELU_JIT_SIZE) by the compiled loop (1.4x faster than np.clip at 1e6)."""
     k = native.kernels()
@@ -162,7 +164,7 @@ def _row_operands(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray] | None:
     return None
 
 
-@fast_path(tuple(_ROW_CODES), "compiled row broadcast", native=True,
+@fast_path(tuple(_ROW_CODES), "compiled row broadcast", native=True, min_size=ROWS_OP_MIN_SIZE,
            when=lambda op, a, b: not op._legacy and _row_operands(a, b) is not None)
 def rows_op_compiled(op: Any, a: np.ndarray, b: np.ndarray) -> tuple | None:
     """Add/Sub/Mul/Div of float32 where one operand is a row broadcast along the other's leading axes, by one compiled pass.

@@ -19,7 +19,7 @@ from .. import native
 from ..dispatch import fast_path
 from ..errors import KernelError
 from ..native.layout import AFFINE
-from ..ops_cpu import _fastmath as fm
+from . import _fastmath as fm
 from ..ops_cpu.op_normalization import _as_columns, _axis
 
 _F32 = np.dtype(np.float32)

@@ -9,7 +9,7 @@ from llvmlite import ir
 from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
-from ..ops_cpu import _fastmath as fm
+from ..fastpaths import _fastmath as fm
 from .layout import LAYOUTS
 
 # Why these loops are written as they are

@@ -11,7 +11,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InvalidAttributeError, KernelError
-from . import _fastmath as fm
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -300,16 +299,12 @@ def apply_activation(y: np.ndarray, name: str | None, params: Sequence[float] = 
         hi = params[1] if len(params) > 1 and params[1] is not None else np.inf
         np.clip(y, t(lo), t(hi), out=y)
     elif name == "Sigmoid":
-        if y.dtype == np.float32 and y.flags.c_contiguous:
-            # exp(y) / (1 + exp(y)) in place by chunks: one np.exp instead of np.tanh (slower),
-            # and tiny results keep their relative accuracy
-            fm.sigmoid(y, out=y)
-        else:
-            # 1/(1+exp(-y)) overflows for very negative y; the tanh form is exact and stable
-            y *= t(0.5)
-            np.tanh(y, out=y)
-            y += t(1)
-            y *= t(0.5)
+        # 1/(1+exp(-y)) overflows for very negative y; (1 + tanh(y/2)) / 2 is the same function,
+        # stable everywhere (a reference: no compiled code here, the fast paths share it)
+        y *= t(0.5)
+        np.tanh(y, out=y)
+        y += t(1)
+        y *= t(0.5)
     elif name == "Tanh":
         np.tanh(y, out=y)
     elif name == "HardSigmoid":

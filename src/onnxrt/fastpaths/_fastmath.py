@@ -21,7 +21,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from . import _special
+from ..ops_cpu import _special
 
 from ..parallel import parallel_for
 from .. import native as _jit
