@@ -61,7 +61,7 @@ def check_auto_pad(op, value: str) -> str:
     """Validate ``auto_pad`` at construction (raises InvalidAttributeError naming the node)."""
     if value not in AUTO_PADS:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'auto_pad' is {value!r}, expected one of {list(AUTO_PADS)!r}."
+            f"{op.node_label()}: attribute 'auto_pad' is {value!r}, expected one of {list(AUTO_PADS)!r}."
         )
     return value
 
@@ -77,7 +77,7 @@ def conv_attributes(op, names: tuple[str, ...] = CONV_ATTRIBUTES, positive: tupl
         check_auto_pad(op, op.auto_pad)
     for name in positive:
         if getattr(op, name) < 1:
-            raise InvalidAttributeError(f"{op._node_label()}: attribute {name!r} must be >= 1, got {getattr(op, name)}.")
+            raise InvalidAttributeError(f"{op.node_label()}: attribute {name!r} must be >= 1, got {getattr(op, name)}.")
     return {name: getattr(op, name) for name in names}
 
 

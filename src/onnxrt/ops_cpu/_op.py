@@ -120,9 +120,6 @@ class OpRun:
     - :meth:`node_label` ``()``: ``"Node 'name' (OpType)"``, the prefix of load-time errors.
     - :meth:`check_choice` ``(name, choices)``: ``InvalidAttributeError`` when attribute
       ``name`` is not one of ``choices``.
-
-    ``_node_label`` and ``_check_choice`` are the former names, kept as aliases for the
-    kernels not yet renamed.
     """
 
     op_type: ClassVar[str] = ""
@@ -251,10 +248,6 @@ class OpRun:
             raise InvalidAttributeError(
                 f"{self.node_label()}: attribute {name!r} is {value!r}, expected one of {list(choices)!r}."
             )
-
-    #: former names of :meth:`node_label` and :meth:`check_choice`
-    _node_label = node_label
-    _check_choice = check_choice
 
     @property
     def implicit_inputs(self) -> list[str]:

@@ -309,8 +309,8 @@ class Attention(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        label = self._node_label()
-        self._check_choice("qk_matmul_output_mode", (0, 1, 2, 3))
+        label = self.node_label()
+        self.check_choice("qk_matmul_output_mode", (0, 1, 2, 3))
         if self.softmax_precision is not None and self.softmax_precision not in _SOFTMAX_PRECISION:
             raise InvalidAttributeError(
                 f"{label}: attribute 'softmax_precision' is {self.softmax_precision!r}, "

@@ -219,11 +219,11 @@ def _cast_options(op: OpRun) -> tuple[bool, str, bool]:
     saturate = getattr(op, "saturate", 1)
     saturate = 1 if saturate is None else saturate
     if saturate not in (0, 1):
-        raise InvalidAttributeError(f"{op._node_label()}: attribute 'saturate' is {saturate!r}, expected 0 or 1.")
+        raise InvalidAttributeError(f"{op.node_label()}: attribute 'saturate' is {saturate!r}, expected 0 or 1.")
     round_mode = getattr(op, "round_mode", None) or "up"
     if round_mode not in ROUND_MODES:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'round_mode' is {round_mode!r}, expected one of {list(ROUND_MODES)!r}."
+            f"{op.node_label()}: attribute 'round_mode' is {round_mode!r}, expected one of {list(ROUND_MODES)!r}."
         )
     return bool(saturate), round_mode, (op.since_version or 25) < 23
 
@@ -241,19 +241,19 @@ class Cast(OpRun):
         if isinstance(to, str | bytes):  # Cast 1 names the type: 'FLOAT', 'INT64'...
             name = to.decode() if isinstance(to, bytes) else to
             if name.upper() not in TensorProto.DataType.keys():
-                raise InvalidAttributeError(f"{self._node_label()}: attribute 'to' is {name!r}, which is no ONNX type name.")
+                raise InvalidAttributeError(f"{self.node_label()}: attribute 'to' is {name!r}, which is no ONNX type name.")
             to = TensorProto.DataType.Value(name.upper())
         allowed = _allowed_targets(self, "T2")
         if allowed and to not in allowed:
             names = sorted(elem_name(t) for t in allowed)
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'to' is {to!r} ({elem_name(to)}), which Cast "
+                f"{self.node_label()}: attribute 'to' is {to!r} ({elem_name(to)}), which Cast "
                 f"{self.since_version} does not allow; expected one of {names!r}."
             )
         try:
             self._dtype = np_dtype(to)
         except KeyError:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'to' is {to!r}, an unknown element type.") from None
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'to' is {to!r}, an unknown element type.") from None
         self._saturate, self._round_mode, self._fnuz_nan = _cast_options(self)
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):

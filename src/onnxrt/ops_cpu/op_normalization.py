@@ -449,7 +449,7 @@ class LayerNormalization(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._stash = _stash_dtype(self.stash_type, self._node_label())
+        self._stash = _stash_dtype(self.stash_type, self.node_label())
 
     def _run(self, X, Scale, B=None, attributes=None, verbose=0, fLOG=None):
         return layer_normalization(X, Scale, B, axis=self.axis, epsilon=self.epsilon, stash_type=self._stash)
@@ -461,7 +461,7 @@ class RMSNormalization(OpRun):
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
-        self._stash = _stash_dtype(self.stash_type, self._node_label())
+        self._stash = _stash_dtype(self.stash_type, self.node_label())
 
     def _run(self, X, scale, attributes=None, verbose=0, fLOG=None):
         return (rms_normalization(X, scale, axis=self.axis, epsilon=self.epsilon, stash_type=self._stash),)
@@ -482,9 +482,9 @@ class GroupNormalization(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         self._per_group = (self.since_version or 21) < 21
-        self._stash = None if self._per_group else _stash_dtype(self.stash_type, self._node_label())
+        self._stash = None if self._per_group else _stash_dtype(self.stash_type, self.node_label())
         if self.num_groups <= 0:
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'num_groups' is {self.num_groups}, expected > 0.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'num_groups' is {self.num_groups}, expected > 0.")
 
     def _run(self, X, scale, bias, attributes=None, verbose=0, fLOG=None):
         return (
@@ -501,7 +501,7 @@ class LpNormalization(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if self.p not in (1, 2):
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'p' is {self.p}, expected 1 or 2.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'p' is {self.p}, expected 1 or 2.")
 
     def _run(self, input, attributes=None, verbose=0, fLOG=None):  # noqa: A002  (the spec's name)
         return (lp_normalization(input, axis=self.axis, p=self.p),)

@@ -543,7 +543,7 @@ class _PoolBase(OpRun):
         super().__init__(onnx_node, desc, **options)
         check_auto_pad(self, self.auto_pad)
         if not self.kernel_shape:
-            raise InvalidAttributeError(f"{self._node_label()} misses the required attribute 'kernel_shape'.")
+            raise InvalidAttributeError(f"{self.node_label()} misses the required attribute 'kernel_shape'.")
         self._kw = dict(
             strides=self.strides,
             pads=self.pads,
@@ -583,7 +583,7 @@ class MaxPool(_PoolBase):
         self._storage_order = getattr(self, "storage_order", 0) or 0
         if self._storage_order not in (0, 1):
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'storage_order' is {self._storage_order}, expected 0 or 1."
+                f"{self.node_label()}: attribute 'storage_order' is {self._storage_order}, expected 0 or 1."
             )
         outs = list(onnx_node.output)
         self._with_indices = len(outs) > 1 and bool(outs[1])

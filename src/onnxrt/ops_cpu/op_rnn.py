@@ -528,14 +528,14 @@ class _RecurrentOp(OpRun):
         if direction == "foward":  # GRU-1's schema default
             direction = self._atts["direction"] = "forward"
         self.direction = direction
-        self._check_choice("direction", ("forward", "reverse", "bidirectional"))
+        self.check_choice("direction", ("forward", "reverse", "bidirectional"))
         num_directions = 2 if direction == "bidirectional" else 1
         try:
             parse_activations(
                 self.activations, self.activation_alpha, self.activation_beta, self.cell, num_directions
             )
         except InvalidAttributeError as e:
-            raise InvalidAttributeError(f"{self._node_label()}: {e}") from None
+            raise InvalidAttributeError(f"{self.node_label()}: {e}") from None
         self._kw = {
             "hidden_size": self.hidden_size,
             "direction": direction,
@@ -546,7 +546,7 @@ class _RecurrentOp(OpRun):
             "clip": self.clip,
         }
         if self._kw["layout"] not in (0, 1):
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'layout' is {self._kw['layout']!r}, expected 0 or 1.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'layout' is {self._kw['layout']!r}, expected 0 or 1.")
 
 
 @register("RNN", versions=(1, 7, 14, 22))

@@ -90,7 +90,7 @@ class _AxisOp(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if not isinstance(self.axis, int):
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'axis' must be an integer, got {self.axis!r}.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'axis' must be an integer, got {self.axis!r}.")
         self._coerce_2d = (self.since_version or 13) < 13
 
     def _run(self, x, attributes=None, verbose=0, fLOG=None):

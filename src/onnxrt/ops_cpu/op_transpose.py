@@ -117,7 +117,7 @@ class Transpose(OpRun):
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
         if self.perm is not None and len(set(self.perm)) != len(self.perm):
-            raise InvalidAttributeError(f"{self._node_label()}: attribute 'perm' {self.perm!r} repeats an axis.")
+            raise InvalidAttributeError(f"{self.node_label()}: attribute 'perm' {self.perm!r} repeats an axis.")
 
     def _run(self, data, attributes=None, verbose=0, fLOG=None):
         return (transpose(data, self.perm),)

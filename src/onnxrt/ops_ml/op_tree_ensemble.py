@@ -18,12 +18,12 @@ def _ints(op: OpRun, name: str, size: int | None = None, default: int | None = N
     value = getattr(op, name, None)
     if value is None:
         if default is None:
-            raise InvalidAttributeError(f"{op._node_label()} misses the required attribute {name!r}.")
+            raise InvalidAttributeError(f"{op.node_label()} misses the required attribute {name!r}.")
         return np.full(size or 0, default, dtype=np.int64)
     arr = np.asarray(value, dtype=np.int64).reshape(-1)
     if size is not None and arr.size != size:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute {name!r} has {arr.size} values, expected {size} (one per node)."
+            f"{op.node_label()}: attribute {name!r} has {arr.size} values, expected {size} (one per node)."
         )
     return arr
 
@@ -40,7 +40,7 @@ def _matrix(x: np.ndarray, op: OpRun) -> np.ndarray:
         return x
     if x.ndim == 1:
         return x.reshape(1, -1)
-    raise KernelError(f"{op._node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
+    raise KernelError(f"{op.node_label()} expects an input of shape [N, F] or [F], got shape {list(x.shape)}.")
 
 
 # ------------------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def check_targets(op: OpRun, n_targets: int, n_leaves: int) -> None:
 def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
     """A Forest from the ml 1/3 encoding: ``nodes_*`` tuples keyed by (tree id, node id) and
     ``{prefix}_*`` votes (``class`` for the classifier, ``target`` for the regressor)."""
-    label = op._node_label()
+    label = op.node_label()
     check_targets(op, n_targets, 0)  # at least one target, before the ids are checked against it
     tree_ids = _ints(op, "nodes_treeids")
     n = tree_ids.size
@@ -182,7 +182,7 @@ def forest_from_nodes(op: OpRun, prefix: str, n_targets: int) -> Forest:
 
 def forest_from_v5(op: OpRun) -> Forest:
     """A Forest from the TreeEnsemble (ml 5) encoding: interior ``nodes_*``, separate ``leaf_*``."""
-    label = op._node_label()
+    label = op.node_label()
     features = _ints(op, "nodes_featureids")
     n = features.size
     true_ids = _ints(op, "nodes_truenodeids", n)
@@ -294,12 +294,12 @@ def _aggregate_name(op: OpRun, value: Any) -> str:
     if isinstance(value, (int, np.integer)):
         if not 0 <= int(value) < len(AGGREGATES):
             raise InvalidAttributeError(
-                f"{op._node_label()}: attribute 'aggregate_function' is {int(value)}, expected an integer in [0, 3]."
+                f"{op.node_label()}: attribute 'aggregate_function' is {int(value)}, expected an integer in [0, 3]."
             )
         return AGGREGATES[int(value)]
     if value not in AGGREGATES:
         raise InvalidAttributeError(
-            f"{op._node_label()}: attribute 'aggregate_function' is {value!r}, expected one of {list(AGGREGATES)!r}."
+            f"{op.node_label()}: attribute 'aggregate_function' is {value!r}, expected one of {list(AGGREGATES)!r}."
         )
     return value
 
@@ -370,7 +370,7 @@ class TreeEnsembleRegressor(_TreeV1):
         base = floats_or_tensor(self, "base_values")
         if base is not None and base.size not in (0, n_targets):
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'base_values' has {base.size} values, expected {n_targets} (one per target)."
+                f"{self.node_label()}: attribute 'base_values' has {base.size} values, expected {n_targets} (one per target)."
             )
         self._base = None if base is None or base.size == 0 else base.astype(np.float64)
 
@@ -419,7 +419,7 @@ class TreeEnsembleClassifier(_TreeV1):
         allowed = (1, 2) if n_classes == 2 else (n_classes,)
         if self._base is not None and self._base.size not in allowed:
             raise InvalidAttributeError(
-                f"{self._node_label()}: attribute 'base_values' has {self._base.size} values, expected {n_classes} (one per class)."
+                f"{self.node_label()}: attribute 'base_values' has {self._base.size} values, expected {n_classes} (one per class)."
             )
         voted = np.unique(np.asarray(getattr(self, "class_ids", None) or [], dtype=np.int64))
         weights = self.forest.vote_weights
