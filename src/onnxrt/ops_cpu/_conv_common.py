@@ -162,16 +162,9 @@ def kernel_from(w_shape: Sequence[int], kernel_shape: Sequence[int] | None) -> t
     return k
 
 
-# per-thread scratch buffers and the kernel thread pool live in onnxrt.parallel
-from ..parallel import (  # noqa: E402,F401  (re-exported for the kernels that import them from here)
-    KERNEL_THREADS,
-    MIN_PARALLEL_WORK,
-    limit_threads,
-    parallel_for,
-    release_scratch,
-    scratch,
-    session_threads,
-)
+# per-thread scratch buffers and the kernel thread pool live in onnxrt.parallel (scratch is
+# also imported from here by the pooling and convolution kernels)
+from ..parallel import parallel_for, scratch  # noqa: E402
 
 
 from .. import parallel as _parallel  # noqa: E402
