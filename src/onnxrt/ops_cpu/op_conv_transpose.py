@@ -129,7 +129,7 @@ def transpose_setup(
 
 def transpose_columns(x: np.ndarray, w: np.ndarray, group: int, product: Callable[..., np.ndarray] = np.matmul
                       ) -> np.ndarray:
-    """``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]`` (N, M, *K, *S): one matrix product
+    """``col[n, m, k, i] = sum_c W[c, m, k] X[n, c, i]``, of shape ``(N, M, *K, *S)``: one matrix product
     per group (``product(a, b)``, numpy's matmul by default)."""
     n_img, n_ch = x.shape[:2]
     spatial, kernel = x.shape[2:], w.shape[2:]
