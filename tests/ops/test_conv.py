@@ -17,7 +17,8 @@ from onnx import TensorProto, helper
 
 import onnxrt
 from onnxrt.errors import InvalidAttributeError, KernelError
-from onnxrt.ops_cpu._conv_common import apply_activation, release_scratch, window_geometry
+from onnxrt.ops_cpu._conv_common import apply_activation, window_geometry
+from onnxrt.parallel import release_scratch
 from onnxrt.ops_cpu.op_causal_conv_with_state import causal_conv_with_state
 from onnxrt.ops_cpu.op_col2im import col2im
 from onnxrt.ops_cpu.op_conv import conv
