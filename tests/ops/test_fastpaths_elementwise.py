@@ -15,7 +15,7 @@ import contextlib
 import ml_dtypes
 import numpy as np
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 import onnxrt
 from onnxrt import dispatch, native
@@ -217,3 +217,63 @@ def test_every_declared_path_has_a_first_line_and_the_modules_table_knows_it():
         assert MODULES[("", op)] == "elementwise"
         paths = dispatch.paths_for(op)
         assert paths and all(p.doc and p.module == "onnxrt.fastpaths.elementwise" for p in paths), op
+
+
+def _reference_options():
+    so = onnxrt.SessionOptions()
+    so.fast_paths = False
+    return so
+
+
+def _pow_model(exponent, elem, feed_exponent=False, y_shape=()):
+    from onnx import numpy_helper
+
+    dt = {F: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16}[elem]
+    node = helper.make_node("Pow", ["x", "e"], ["y"])
+    inputs = [helper.make_tensor_value_info("x", elem, None)]
+    inits = []
+    if feed_exponent:
+        inputs.append(helper.make_tensor_value_info("e", elem, list(y_shape)))
+    else:
+        inits.append(numpy_helper.from_array(np.full(y_shape, exponent, dt), "e"))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", elem, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]), dt
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0])
+@pytest.mark.parametrize("elem", [F, TensorProto.DOUBLE])
+def test_pow_small_constant_exponent_by_products(exponent, elem):
+    model, dt = _pow_model(exponent, elem)
+    sess = onnxrt.OnnxInference(model)
+    ref = onnxrt.OnnxInference(model, options=_reference_options())
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((3, 64, 33)) * 4).astype(dt)
+    x[0, 0, :4] = [0.0, -0.0, np.inf, -np.inf]
+    sess.run({"x": x})
+    y = sess.run({"x": x})["y"]
+    want = ref.run({"x": x})["y"]
+    assert picked(sess, "Pow") == {"square or cube by products"}
+    assert y.shape == x.shape and y.dtype == want.dtype == dt
+    # (x * x) * x rounds twice, within 2u |x|^3 of the cube; pow() within 1 ulp (<= 2u |x|^3)
+    eps = float(np.finfo(dt).eps)
+    finite = np.isfinite(want)
+    bound = 2.01 * eps * np.abs(x.astype(np.float64)[finite]) ** exponent
+    assert np.all(np.abs(y[finite].astype(np.float64) - want[finite]) <= bound)
+    np.testing.assert_array_equal(y[~finite], want[~finite])
+    np.testing.assert_array_equal(np.signbit(y[0, 0, :4]), np.signbit(want[0, 0, :4]))
+
+
+@pytest.mark.parametrize("case", ["non-integer", "fed", "float16", "higher rank"])
+def test_pow_other_exponents_stay_on_the_reference(case):
+    exponent, elem, fed, y_shape = {"non-integer": (2.5, F, False, ()), "fed": (3.0, F, True, ()),
+                                    "float16": (3.0, TensorProto.FLOAT16, False, ()),
+                                    "higher rank": (3.0, F, False, (1, 1, 1, 1))}[case]
+    model, dt = _pow_model(exponent, elem, fed, y_shape)
+    sess = onnxrt.OnnxInference(model)
+    x = np.abs(np.random.default_rng(8).standard_normal((2, 5, 7))).astype(dt)
+    feeds = {"x": x, "e": np.full(y_shape, exponent, dt)} if fed else {"x": x}
+    y = sess.run(feeds)["y"]
+    np.testing.assert_allclose(y, np.power(x.astype(np.float64), np.full(y_shape, exponent)).astype(dt),
+                               rtol=4 * float(np.finfo(dt).eps))
+    assert y.dtype == dt and y.shape == np.broadcast_shapes(x.shape, y_shape)
+    assert picked(sess, "Pow") <= {"reference"}

@@ -40,6 +40,7 @@ MODULES: dict[tuple[str, str], str] = {
     ("", "Sub"): "elementwise",
     ("", "Mul"): "elementwise",
     ("", "Div"): "elementwise",
+    ("", "Pow"): "elementwise",
     ("", "Conv"): "conv",
     ("onnxrt", "FusedConv"): "conv",
     ("onnxrt", "ConvConcat"): "conv",
