@@ -33,10 +33,58 @@ def _static_info(model: onnx.ModelProto, options: Any) -> dict[str, Any]:
     from .optim.graph import value_info_map
 
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(_without_weights(model), check_type=False, strict_mode=False,
+                                                     data_prop=True)
     except Exception:  # noqa: BLE001  (inference is a help, never a requirement)
         return value_info_map(model.graph)
     return value_info_map(inferred.graph)
+
+
+#: elements from which a floating-point initializer reaches shape inference without its data
+_WEIGHT_ELEMENTS = 1024
+
+
+def _without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model for onnx's shape inference, its large floating-point initializers keeping
+    their names, types and dims but not their data. Inference serialises the model and
+    parses a copy (gpt2 exported with its weights inside: 1.3 -> 3.2 GB of peak memory); it
+    reads initializers' values only to propagate shapes, which come from small integer
+    tensors (kept whole). The caller's model is not modified."""
+    graph = model.graph
+    if not any(t.data_type in _FLOAT_TYPES and _elements(t) >= _WEIGHT_ELEMENTS for t in graph.initializer):
+        return model
+    light = onnx.ModelProto()
+    for field in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
+        setattr(light, field, getattr(model, field))
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    g = light.graph
+    g.name = graph.name
+    g.node.extend(graph.node)
+    g.input.extend(graph.input)
+    g.output.extend(graph.output)
+    g.value_info.extend(graph.value_info)
+    g.sparse_initializer.extend(graph.sparse_initializer)
+    declared = {i.name for i in graph.input}
+    for t in graph.initializer:
+        if t.data_type in _FLOAT_TYPES and _elements(t) >= _WEIGHT_ELEMENTS:
+            # an input typed as the tensor instead (IR < 4 models already list it as one)
+            if t.name not in declared:
+                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            g.initializer.append(t)
+    return light
+
+
+_FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                          onnx.TensorProto.BFLOAT16})
+
+
+def _elements(t: onnx.TensorProto) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
 
 
 class _InputSpec:
