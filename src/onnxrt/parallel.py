@@ -574,6 +574,15 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
         return _product(a, b, out, item)
     batch_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     batch = prod(batch_shape)
+    if batch > 1 and k > 0 and all(d == 1 for d in b.shape[:-2]) and (out is None or out.flags.c_contiguous):
+        # A stack of matrices times one matrix (a linear layer on (N, H, W, C) or (B, S, C)):
+        # one product of all A's rows, not one BLAS call per batch item (numpy's matmul loops
+        # over items; ConvNeXt's (1, 7, 7, 768) @ (768, 3072) ran as seven 7-row products, 3.5x
+        # slower). Each output element is still one row times one column.
+        a2 = a.reshape(-1, k)  # a copy only when A's rows are not evenly strided (a transposed view)
+        o2 = None if out is None else out.reshape(-1, n)
+        y = _product(a2, b.reshape(b.shape[-2:]), o2, a2.shape[0] * k * n)
+        return y.reshape(batch_shape + (rows, n)) if out is None else out
     if batch < 2 or item >= SMALL_BATCH_ITEM or batch * item < MIN_PARALLEL_MATMUL or KERNEL_THREADS < 2:
         return _product(a, b, out, item)
     if out is None:

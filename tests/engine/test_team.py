@@ -574,3 +574,35 @@ def test_prepared_convolutions_read_the_weights_at_each_call_and_fall_back(spy, 
     for got in (late, none):
         assert got.dtype == np.float32 and got.shape == (1, 64, 30, 30) and (got >= 0).all()
         np.testing.assert_allclose(got, second, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((1, 7, 7, 96), (96, 40)),        # a linear layer on (N, H, W, C)
+    ((3, 5, 64), (1, 64, 33)),        # B with a batch axis of 1
+    ((2, 3, 4, 16), (1, 1, 16, 8)),
+    ((4, 16), (1, 1, 16, 8)),         # A without batch axes, B's ones broadcast
+    ((3, 0, 16), (16, 8)),            # no rows
+    ((3, 5, 0), (0, 8)),              # K = 0: zeros
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_stack_times_one_matrix_is_one_product(a_shape, b_shape, dtype):
+    """parallel.matmul folds A's batch axes into rows when B has none: np.matmul's values,
+    shape and dtype, on a transposed view of A and into ``out`` as well."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    k = a_shape[-1]
+    # float32: each element is one dot of length K, summed in another order than the oracle's
+    tol = (8 * k * np.finfo(dtype).eps) if k else 0
+    got = parallel.matmul(a, b)
+    assert got.shape == expected.shape and got.dtype == dtype
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * np.sqrt(max(k, 1)))
+    if a.ndim >= 3:
+        # the same values from a view whose rows are not evenly strided
+        at = np.ascontiguousarray(np.swapaxes(a, 0, -2)).swapaxes(0, -2)
+        assert at.size == 0 or not at.flags.c_contiguous or at.shape[0] == 1 or at.shape[-2] == 1
+        np.testing.assert_array_equal(parallel.matmul(at, b), got)
+    out = np.full(expected.shape, np.nan, dtype)
+    assert parallel.matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(out, got)
