@@ -242,6 +242,7 @@ MODULES: dict[tuple[str, str], tuple[str, ...]] = {
     ('onnxrt', 'FusedAdd'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedBatchNormalization'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedConv'): ('onnxrt.ops_cpu.op_fused',),
+    ('onnxrt', 'FusedElementwise'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedGemm'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedMatMul'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedSum'): ('onnxrt.ops_cpu.op_fused',),

@@ -182,7 +182,18 @@ def _conv_concat(op: Any, types: list[str | None]) -> None:
             _same(op, f"segment {i} of the fused Concat", t, first[1], f"segment {first[0]}")
 
 
+def _elementwise_chain(op: Any, types: list[str | None]) -> None:
+    """x0, x1, ...: each node of the chain checked against its schema, its output of its
+    first input's type (every operator FusedElementwise takes keeps its input's type)."""
+    env: dict[str, str | None] = {f"x{i}": t for i, t in enumerate(types)}
+    for proto, kernel in zip(op.nodes, op.kernels):
+        args = [env.get(n) if n else None for n in proto.input]
+        _check_op(kernel, args)
+        env[proto.output[0]] = args[0] if args else None
+
+
 _FUSED = {
+    "FusedElementwise": _elementwise_chain,
     "FusedConv": _fused_base,
     "FusedGemm": _fused_base,
     "FusedMatMul": _fused_base,

@@ -870,6 +870,10 @@ def _add_mul_add():
 def test_graph_provider_assignment_info():
     so = onnxrt.SessionOptions()
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    # the optimised graph's nodes are listed: Add, Mul, Add are one FusedElementwise node
+    fused = _session(_add_mul_add(), so).get_provider_graph_assignment_info()
+    assert [(n.domain, n.op_type) for s in fused for n in s.get_nodes()] == [("onnxrt", "FusedElementwise")]
+    so.graph_optimization_level = onnxrt.GraphOptimizationLevel.ORT_DISABLE_ALL
     subgraphs = _session(_add_mul_add(), so).get_provider_graph_assignment_info()
     assert len(subgraphs) == 3
     assert all(s.ep_name == "CPUExecutionProvider" and len(s.get_nodes()) == 1 for s in subgraphs)

@@ -17,6 +17,7 @@ MODULES: dict[tuple[str, str], str] = {
     ("", "Gemm"): "gemm",
     ("onnxrt", "FusedGemm"): "gemm",
     ("onnxrt", "DenseChain"): "gemm",
+    ("onnxrt", "FusedElementwise"): "elementwise",
     ("", "NonMaxSuppression"): "nms",
     ("", "Cast"): "cast",
     ("", "CastLike"): "cast",

@@ -207,3 +207,124 @@ def pow_by_products(op: Any, x: np.ndarray, y: np.ndarray) -> tuple:
     if _small_exponent(op, x, y) == 3.0:
         np.multiply(sq, x, out=sq)
     return (sq,)
+
+
+# -- FusedElementwise: a chain of element-wise nodes as one compiled loop ----------------------
+# onnxrt.optim.fuse_elementwise groups the nodes; native.chain_loops generates one loop per
+# program, so each input is read once and the output written once whatever the chain's
+# length. Its exp, tanh, sigmoid and erf are _fastmath's (1-3 ulp).
+
+#: elements per part of the pool's split of one chain (a part is ~30-100 us of work)
+CHAIN_PART = 1 << 15
+
+_SAME = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs", "Sqrt", "Exp", "Tanh", "Sigmoid", "Erf", "Relu",
+         "Reciprocal", "HardSwish"}
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def chain_program(op: Any) -> tuple | None:
+    """The instructions ``(operation, destination, a, b, p0, p1)`` of a FusedElementwise
+    kernel's nodes for native.chain_loops.compile_program (operands ``x0``... for inputs,
+    ``t0``... for results), or None for a node it cannot evaluate."""
+    from onnx import helper
+
+    names: dict[str, str] = {}
+    code: list[tuple] = []
+
+    def emit(name: str, a: str = "", b: str = "", p0: float = 0.0, p1: float = 0.0) -> str:
+        dst = f"t{len(code)}"
+        code.append((name, dst, a, b, p0, p1))
+        return dst
+
+    def ref(name: str) -> str:
+        return names.get(name, name)  # (an input: x0, x1, ...)
+
+    for proto in op.nodes:
+        t = proto.op_type
+        atts = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+        ins = [ref(n) if n else "" for n in proto.input]
+        if t == "Clip":
+            if op.opset < 11:
+                lo = emit("Const", p0=float(atts.get("min", -_FLT_MAX)))
+                hi = emit("Const", p0=float(atts.get("max", _FLT_MAX)))
+            else:
+                lo = ins[1] if len(ins) > 1 and ins[1] else ""
+                hi = ins[2] if len(ins) > 2 and ins[2] else ""
+            # np.clip: min(max(x, lo), hi), NaN anywhere giving NaN; no bound: a copy (max(x, x))
+            d = emit("Max", ins[0], lo or ins[0])
+            if hi:
+                d = emit("Min", d, hi)
+        elif t == "HardSigmoid":
+            d = emit(t, ins[0], "", float(atts.get("alpha", 0.2)), float(atts.get("beta", 0.5)))
+        elif t == "LeakyRelu":
+            d = emit(t, ins[0], "", float(atts.get("alpha", 0.01)))
+        elif t in _SAME:
+            d = emit(t, ins[0], ins[1] if len(ins) > 1 else "")
+        else:
+            return None
+        names[proto.output[0]] = d
+    if not code or names.get("y") != code[-1][1]:
+        return None  # (the last node writes y: fuse_elementwise's order)
+    return tuple(code)
+
+
+def chain_modes(shapes: list[tuple[int, ...]], out_shape: tuple[int, ...]) -> tuple[tuple, np.ndarray, np.ndarray] | None:
+    """(modes, inner, count) of each input for native.chain_loops (8 each), or None when an
+    input broadcasts along axes that are not one block (the reference then runs)."""
+    modes = [0] * 8
+    inner = np.ones(8, np.int64)
+    count = np.ones(8, np.int64)
+    rank = len(out_shape)
+    for k, shape in enumerate(shapes):
+        s = (1,) * (rank - len(shape)) + tuple(shape)
+        if s == tuple(out_shape):
+            continue  # mode 0: the output's shape
+        if math.prod(s) == 1:
+            modes[k] = 1
+            continue
+        axes = [i for i, d in enumerate(s) if d != 1]
+        p, q = axes[0], axes[-1]
+        if any(s[i] != out_shape[i] for i in range(p, q + 1)):
+            return None
+        modes[k], inner[k], count[k] = 2, math.prod(out_shape[q + 1:]), math.prod(s[p:q + 1])
+    return tuple(modes), inner, count
+
+
+_EMPTY_F32 = np.empty(0, _F32)
+
+
+def _chain_applies(op: Any, *xs: Any) -> bool:
+    return 0 < len(xs) <= 8 and all(type(x) is _nd and x.dtype == _F32 for x in xs)
+
+
+@fast_path("FusedElementwise", "compiled program", domain="onnxrt", when=_chain_applies, native=True, prepared=True)
+def chain_compiled(op: Any, *xs: np.ndarray) -> Callable[..., tuple] | None:
+    """A float32 chain in one pass by a loop native.chain_loops generates for its program
+    (inputs of the output's shape, one element, or broadcast along one block of axes), split
+    over the pool."""
+    k = native.kernels("onnxrt.native.chain_loops")
+    if k is None:
+        return None
+    program = getattr(op, "_chain_program", False)
+    if program is False:
+        program = op._chain_program = chain_program(op)
+    if program is None:
+        return None
+    out_shape = np.broadcast_shapes(*[x.shape for x in xs])
+    found = chain_modes([x.shape for x in xs], out_shape)
+    if found is None:
+        return None
+    modes, inner, count = found
+    kernel = k.compile_program(program, modes)
+    n = math.prod(out_shape)
+
+    def execute(*xs: np.ndarray) -> tuple:
+        flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
+        flat += [_EMPTY_F32] * (8 - len(flat))
+        y = np.empty(out_shape, _F32)
+        yf = y.reshape(-1)
+        if n:
+            native.split(n, lambda lo, hi: kernel(*flat, yf, lo, hi, inner, count), CHAIN_PART)
+        return (y,)
+
+    return execute

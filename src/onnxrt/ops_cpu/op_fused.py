@@ -1,4 +1,4 @@
-"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm, MatMul, BatchNormalization, Add or Sum followed by an activation; chains of dense layers.
+"""onnxrt's fused operators (domain ``onnxrt``): Conv, Gemm, MatMul, BatchNormalization, Add or Sum followed by an activation; chains of dense layers; chains of element-wise nodes.
 
 The graph optimiser (onnxrt.optim.fuse_activation) writes them; they run the original
 operator's kernel, then the activation in place on its fresh output, saving one node, one
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import NodeProto
 
+from ..errors import KernelError
 from ..registry import lookup, register
 from ._conv_common import apply_activation
 from ._op import OpRun
@@ -181,3 +182,41 @@ class DenseChain(OpRun):
         for layer, w, c in zip(self._layers, params[0::2], params[1::2]):
             a = layer._run(a, w)[0] if c is None else layer._run(a, w, c)[0]
         return (a,)
+
+
+@register("FusedElementwise", versions=(1,), domain=FUSED_DOMAIN)
+class FusedElementwise(OpRun):
+    """A chain of element-wise nodes with one output (onnxrt.optim.fuse_elementwise writes it):
+    attribute ``nodes`` holds the original nodes (serialized NodeProtos, in order) reading
+    ``x0, x1, ...`` (this node's inputs) and each other's outputs, the last one writing ``y``;
+    ``opset`` is their ai.onnx opset.
+
+    The reference runs the nodes' own kernels in turn: the same values as the unfused graph.
+    A compiled interpreter evaluates float32 chains in one pass over memory, block by block
+    (``native.chain_loops``), a fast path (onnxrt.fastpaths.elementwise): SiLU, HardSwish,
+    GELU in its exporter forms, a normalisation's scale and shift, each one kernel call."""
+
+    attribute_defaults = {"nodes": [], "opset": 13}
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        #: the ai.onnx opset of the chain's nodes
+        self.opset = opset = int(self.atts_value["opset"])
+        #: the chain's nodes (NodeProto) and their kernels, in order
+        self.nodes: list[NodeProto] = []
+        self.kernels: list[OpRun] = []
+        for blob in self.atts_value["nodes"]:
+            proto = NodeProto()
+            proto.ParseFromString(blob if isinstance(blob, bytes) else blob.encode("latin-1"))
+            found = lookup(proto.op_type, "", opset)
+            if found is None:
+                raise KernelError(f"{self.node_label()}: no kernel for {proto.op_type!r} at opset {opset}.")
+            cls, since = found
+            self.nodes.append(proto)
+            self.kernels.append(cls(proto, None, since_version=since, opsets={"": opset}))
+
+    def _run(self, *xs, attributes=None, verbose=0, fLOG=None):
+        env: dict[str, object] = {f"x{i}": x for i, x in enumerate(xs)}
+        for proto, kernel in zip(self.nodes, self.kernels):
+            env[proto.output[0]] = kernel._run(*[env[n] if n else None for n in proto.input])[0]
+        return (env["y"],)

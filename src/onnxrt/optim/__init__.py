@@ -7,7 +7,8 @@ per-channel Mul/Add folding into a preceding BatchNormalization,
 MatMul+Add into Gemm, Transpose folding into Gemm, activation fusion, chains of small
 dense layers into one node, residual additions into the convolution before them and
 convolutions read only by a Concat along channels into one node writing each into its block,
-channel shuffles into the convolution before them. Passes never
+channel shuffles into the convolution before them, connected element-wise float32 nodes into
+one program (FusedElementwise). Passes never
 change results beyond float rounding (tests/optim checks every conformance model).
 """
 
@@ -28,6 +29,7 @@ from .conv_residual import fuse_conv_residual
 from .dense_chain import fuse_dense_chain
 from .elimination import remove_dead_nodes, remove_identities
 from .fuse_activation import fuse_activations
+from .fuse_elementwise import fuse_elementwise
 from .gemm import fuse_matmul_add
 from .graph import Graph, Node
 from .transpose_fold import fold_transpose
@@ -50,6 +52,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fuse_conv_residual", fuse_conv_residual),
     (EXTENDED, "fuse_concat_convs", fuse_concat_convs),
     (EXTENDED, "fold_channel_shuffles", fold_channel_shuffles),
+    (EXTENDED, "fuse_elementwise", fuse_elementwise),
 ]
 
 

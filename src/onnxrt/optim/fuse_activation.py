@@ -82,6 +82,8 @@ def fuse_activations(g: Graph) -> bool:
             continue
         if node.op_type == "BatchNormalization" and not inference_batch_norm(node):
             continue
+        if node.op_type in ("Add", "Sum") and any((c := g.const(i)) is not None and c.size == 1 for i in node.inputs):
+            continue  # (a residual joins two tensors; x + 3 before a Clip is HardSwish's: fuse_elementwise's)
         out = node.outputs[0]
         readers = consumers.get(out, [])
         if len(readers) != 1 or out in g.outputs or out in readers[0].implicit:
