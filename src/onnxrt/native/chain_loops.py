@@ -17,10 +17,10 @@ from .loops import _bits_to_f32, _clip, _exp, _exp2_erfc, _expm1_neg, _f32_to_bi
 # (An interpreter of the instructions over blocks of elements, compiled once for every
 # program, ran 2-4x slower than numpy's passes here: its loops did not vectorise.)
 #
-# An input is read in one of three modes: 0 the output's own shape (element e), 1 a scalar
-# (element 0), 2 a block of axes of the output broadcast along the others (element
-# (e // inner) % count: a per-channel vector of NCHW, a bias along the last axis, a row of a
-# mask).
+# An input is read in one of four modes: 0 the output's own shape (element e), 1 a scalar
+# (element 0), or a block of axes of the output broadcast along the others, element
+# (e // inner) % count: 2 when inner > 1 (a per-channel vector of NCHW), 3 when inner = 1
+# (a bias along the last axis, a row of a mask).
 #
 # The operations are IEEE float32 as numpy computes them (add, sub, mul, div, sqrt, the
 # NaN-propagating maximum and minimum of np.maximum/np.minimum); exp, tanh, sigmoid and
@@ -117,36 +117,53 @@ _COMPILE_LOCK = threading.Lock()
 
 
 def compile_program(program: tuple, modes: tuple) -> object:
-    """The compiled loop ``kernel(a0, ..., a7, y, lo, hi, inner, count)`` of ``program``:
+    """The compiled loop ``kernel(a0, ..., y, lo, hi, inner, count)`` of ``program``:
     instructions ``(operation, destination, a, b, p0, p1)`` where operands name inputs
     (``x0``...) or earlier destinations, the last destination being the output; ``modes``
-    gives each input's reading (0: element e, 1: element 0, 2: element (e // inner[k]) %
-    count[k]). Generated as straight-line source (every value a local of one loop
-    iteration: one pass, nothing in memory but the inputs and the output), compiled once
-    per program and modes for the process."""
-    lines = ["def kernel(a0, a1, a2, a3, a4, a5, a6, a7, y, lo, hi, inner, count):"]
+    gives each input's reading, one per input a0... (0: element e; 1: element 0; 2: element (e // inner[k]) %
+    count[k] with inner[k] > 1, a per-channel vector; 3: element e % count[k], a row).
+    Generated as straight-line source (every value a local of one loop iteration: one pass,
+    nothing in memory but the inputs and the output), compiled once per program and modes
+    for the process.
+
+    The loop runs over runs of elements along which every broadcast input is either one
+    value (mode 2: up to the next multiple of inner) or a contiguous slice (mode 3: up to the
+    end of the row), so the inner loop has no integer division and vectorises."""
+    # one parameter per input of the node (numba's dispatch checks every argument's type: about
+    # a microsecond each, which a small tensor's call feels)
+    arrays = "".join(f"a{k}, " for k in range(len(modes)))
+    lines = [f"def kernel({arrays}y, lo, hi, inner, count):"]
     used = sorted({int(op[k][1:]) for op in program for k in (2, 3) if isinstance(op[k], str) and op[k].startswith("x")})
     for k in used:
         if modes[k] == 1:
             lines.append(f"    x{k} = a{k}[0]")
-        elif modes[k] == 2:
-            lines.append(f"    inner{k} = inner[{k}]")
-            lines.append(f"    count{k} = count[{k}]")
+    lines.append("    pos = lo")
+    lines.append("    while pos < hi:")
+    lines.append("        end = hi")
+    for k in used:
+        if modes[k] == 2:
+            lines.append(f"        q{k} = pos // inner[{k}]")
+            lines.append(f"        x{k} = a{k}[q{k} % count[{k}]]")
+            lines.append(f"        end = min(end, (q{k} + 1) * inner[{k}])")
+        elif modes[k] == 3:
+            lines.append(f"        r{k} = pos % count[{k}]")
+            lines.append(f"        end = min(end, pos + count[{k}] - r{k})")
     # slices indexed from 0 by the loop counter: numba's negative-index wrap-around check on
-    # a[lo + j] (lo may be negative, for all LLVM knows) made the loop 2-3x slower
+    # a[pos + j] (pos may be negative, for all LLVM knows) made the loop 2-3x slower
     for k in used:
         if modes[k] == 0:
-            lines.append(f"    b{k} = a{k}[lo:hi]")
-    lines.append("    ys = y[lo:hi]")
-    lines.append("    for j in range(hi - lo):")
+            lines.append(f"        c{k} = a{k}[pos:end]")
+        elif modes[k] == 3:
+            lines.append(f"        c{k} = a{k}[r{k}:r{k} + end - pos]")
+    lines.append("        ys = y[pos:end]")
+    lines.append("        for j in range(end - pos):")
     for k in used:
-        if modes[k] == 0:
-            lines.append(f"        x{k} = b{k}[j]")
-        elif modes[k] == 2:
-            lines.append(f"        x{k} = a{k}[((lo + j) // inner{k}) % count{k}]")
+        if modes[k] in (0, 3):
+            lines.append(f"            x{k} = c{k}[j]")
     for i, (name, dst, a, b, p0, p1) in enumerate(program):
         expr = EXPRESSIONS[name].format(a=a, b=b, p0=f"_f32({float(np.float32(p0))!r})", p1=f"_f32({float(np.float32(p1))!r})")
-        lines.append(f"        {'ys[j]' if i == len(program) - 1 else dst} = {expr}")
+        lines.append(f"            {'ys[j]' if i == len(program) - 1 else dst} = {expr}")
+    lines.append("        pos = end")
     source = "\n".join(lines) + "\n"
     with _COMPILE_LOCK:
         fn = _COMPILED.get(source)
