@@ -225,8 +225,12 @@ class Plan:
         overridable_initializers: bool = True,
         outer_in_scope: Callable[[str], bool] | None = None,
         checked_feeds: bool = False,
+        constants: dict[str, np.ndarray] | None = None,
     ):
         self.graph = graph
+        #: initializers decoded by the caller, by name: used instead of the graph's data
+        #: (OnnxInference keeps one copy of a model's weights, see ``OnnxInference.model``)
+        self._given = constants or {}
         self.name = graph.name
         self.base_dir = base_dir
         self.functions = functions or {}
@@ -283,7 +287,9 @@ class Plan:
         limit = load_limit(self.options)
         for init in graph.initializer:
             if init.name not in replaced:  # (a Constant node of that name replaces it)
-                self.initializers[init.name] = _frozen(initializer_array(init, self.base_dir, limit))
+                given = self._given.get(init.name)
+                value = initializer_array(init, self.base_dir, limit) if given is None else given
+                self.initializers[init.name] = _frozen(value)
         for sp in graph.sparse_initializer:
             if sp.values.name in replaced:
                 continue

@@ -248,7 +248,7 @@ class InferenceSession:
             self._options = _options_from_model(proto, self._options)
         self._log(0, "Initializing session.")
         self._engine = OnnxInference(model, options=self._options)
-        graph = self._engine.model.graph
+        graph = self._engine.structure.graph
         inits = self._engine.initializer_names
         self._inputs = [NodeArg(vi.name, type_shape(vi.type), type_string(vi.type)) for vi in graph.input if vi.name not in inits]
         self._overridable = [
@@ -343,7 +343,7 @@ class InferenceSession:
     def get_modelmeta(self) -> ModelMetadata:
         """The model's metadata (producer, graph name, domain, descriptions, version, custom
         metadata). The ModelProto itself is ``session.engine.model``."""
-        m = self._engine.model
+        m = self._engine.structure
         return ModelMetadata(
             producer_name=m.producer_name,
             graph_name=m.graph.name,

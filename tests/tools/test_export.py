@@ -80,8 +80,10 @@ def test_export_with_npz_beside_module(tmp_path):
     feeds = {"ids": np.array([[1, 2, 3, 0, 4, 5]], dtype=np.int64)}
     got, want = ns["run"](feeds), oinf.run(feeds)
     for k in want:
-        np.testing.assert_array_equal(got[k], want[k])
-        assert got[k].dtype == want[k].dtype
+        # the module runs node by node; the session fuses the demo's element-wise chain into
+        # one compiled loop whose tanh/exp are within a few float32 ulp
+        np.testing.assert_allclose(got[k], want[k], rtol=16 * np.finfo(np.float32).eps, atol=1e-7)
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape
     assert "bind_node" in src and "# Gather 'lookup'" in src
 
 

@@ -690,8 +690,9 @@ def test_build_intermediate():
         assert isinstance(sub, onnxrt.OnnxInference) and sub.output_names == [name]
         got = sub.run(_demo_feeds())
         assert list(got) == [name]
-        # the cut model runs optimised (compiled Sigmoid), the intermediate run the graph as written
-        np.testing.assert_allclose(got[name], every[name], rtol=2e-7, atol=0)
+        # the cut model runs optimised (compiled Sigmoid, element-wise chains in one compiled
+        # loop, within a few float32 ulp), the intermediate run the graph as written
+        np.testing.assert_allclose(got[name], every[name], rtol=8 * np.finfo(np.float32).eps, atol=0)
         assert got[name].dtype == every[name].dtype and got[name].shape == every[name].shape
     scaled = inter["scaled"].model.graph
     assert [n.name for n in scaled.node] == ["lookup", "scale"]

@@ -33,7 +33,8 @@ def test_profiling_writes_chrome_trace(tmp_path, monkeypatch):
     assert len(nodes) == 3 * n_steps and len([e for e in events if e["name"] == "model_run"]) == 3
     for e in nodes:
         assert e["ph"] == "X" and e["dur"] >= 0 and e["ts"] >= 0 and isinstance(e["tid"], int)
-        assert e["args"]["op_name"] in {"Gather", "Mul", "Add", "Relu", "Sigmoid", "Shape", "Constant", "ScatterElements"}
+        assert e["args"]["op_name"] in {"Gather", "Mul", "Add", "Relu", "Sigmoid", "Shape", "Constant", "ScatterElements",
+                                        "FusedElementwise"}
     lookup = next(e for e in nodes if e["args"]["node_name"] == "lookup")
     assert lookup["args"]["input_type_shape"] == [{"float": [32, 8]}, {"int64": [1, 6]}]
     assert lookup["args"]["output_type_shape"] == [{"float": [1, 6, 8]}]
@@ -54,13 +55,15 @@ def test_verbose_levels():
 
 
 def _model_with_mismatch():
-    """y = Relu(x) + c: a model where one node is deliberately wrong in a patched kernel."""
+    """y = Relu(x) + c: a model where one node is deliberately wrong in a patched kernel
+    (float64: the optimiser fuses float32 element-wise chains into one compiled loop, which
+    does not call Relu's kernel)."""
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Add", ["r", "c"], ["y"], name="add")],
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
-        [numpy_helper.from_array(np.ones(4, np.float32), "c")],
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [4])],
+        [numpy_helper.from_array(np.ones(4, np.float64), "c")],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 
@@ -68,7 +71,7 @@ def _model_with_mismatch():
 def test_compare_finds_first_diverging_node(monkeypatch):
     relu = registry.lookup("Relu", "", 14)[0]
     model = _model_with_mismatch()
-    feeds = {"x": np.array([-1.0, 2.0, -3.0, 4.0], np.float32)}
+    feeds = {"x": np.array([-1.0, 2.0, -3.0, 4.0], np.float64)}
     assert all(d.ok for d in compare(model, feeds))
     assert first_divergence(model, feeds) is None
     # break Relu on purpose: the search must name it, not the Add after it
