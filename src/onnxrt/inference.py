@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import operator
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from . import compat
 from .dtypes import ONNX_TO_NP, elem_name, same_dtype, type_shape, type_string
 from .errors import InvalidFeedError, OnnxRuntimeError, describe_value
 from .functions import check_expansion, expansion_budget, function_key
-from .model import check_versions, initializer_array, load_limit, load_model
+from .model import check_versions, initializer_array, load_limit, load_model, read_weights_apart
 from . import native as _jit
 from . import dispatch
 from .native import no_jit_run
@@ -414,7 +415,13 @@ class OnnxInference:
         return engine
 
     def _build(self, model: Any, options: Any, base_dir: str | None = None) -> None:
-        proto, found_dir = load_model(model)
+        apart = read_weights_apart(os.fspath(model), load_limit(options)) if isinstance(model, str | os.PathLike) else None
+        if apart is not None:  # a file's weights read straight into arrays (OnnxInference.model)
+            proto, held = apart
+            found_dir = os.path.dirname(os.path.abspath(os.fspath(model)))
+        else:
+            proto, found_dir = load_model(model)
+            held = {}
         base_dir = found_dir or base_dir
         #: what this session's runs share (onnxrt.context): SessionOptions.intra_op_num_threads > 0
         #: caps the kernels' threads during runs, scratch buffers; every run enters it (RunScope)
@@ -427,8 +434,8 @@ class OnnxInference:
         self._fast_paths = bool(getattr(options, "fast_paths", True)) and dispatch.ENABLED
         self.opsets = check_versions(proto)
         #: the weights decoded once and held by the plan; ``structure`` keeps no data for them
-        self._held: dict[str, np.ndarray] = {}
-        if proto is not model:  # parsed here (a path, bytes, a file): the session's own copy
+        self._held: dict[str, np.ndarray] = held
+        if proto is not model and not held:  # parsed here (a path, bytes, a file): the session's own copy
             proto, self._held = _one_copy(proto, load_limit(options))
         self._structure: onnx.ModelProto = proto
         functions = {function_key(f.domain, f.name, getattr(f, "overload", "")): f for f in proto.functions}

@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxrt
@@ -71,3 +72,64 @@ def test_the_session_api_reads_the_structure(tmp_path):
     sess = onnxrt.InferenceSession(str(path))
     assert [i.name for i in sess.get_inputs()] == ["x"]
     assert sess.get_modelmeta().producer_name == "weights-once"
+
+
+def test_a_file_is_read_with_its_weights_apart(tmp_path):
+    from onnxrt.model import read_weights_apart
+
+    model, w, b, h = _model()
+    ids = numpy_helper.from_array(np.arange(5000, dtype=np.int64), "ids")  # large, not floating point
+    model.graph.initializer.append(ids)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    light, held = read_weights_apart(str(path))
+    assert sorted(held) == ["h", "w"] and held["w"].dtype == np.float32 and held["h"].dtype == np.float16
+    np.testing.assert_array_equal(held["w"], w)
+    np.testing.assert_array_equal(held["h"], h)
+    inits = {t.name: t for t in light.graph.initializer}
+    np.testing.assert_array_equal(numpy_helper.to_array(inits["ids"]), np.arange(5000))
+    np.testing.assert_array_equal(numpy_helper.to_array(inits["b"]), b)
+    assert not inits["w"].raw_data and list(inits["w"].dims) == [64, 32]
+    # the rest of the model is what protobuf parses from the whole file
+    whole = onnx.load(str(path))
+    for t in whole.graph.initializer:
+        if t.name in held:
+            t.ClearField("raw_data")
+    assert light.SerializeToString() == whole.SerializeToString()
+
+
+def test_an_unusual_or_broken_file_is_parsed_whole(tmp_path):
+    from onnxrt.errors import ModelLoadError
+    from onnxrt.model import read_weights_apart
+
+    model, *_ = _model()
+    path = tmp_path / "m.onnx"
+    data = model.SerializeToString()
+    path.write_bytes(data[: len(data) - 100])  # truncated inside the weights
+    assert read_weights_apart(str(path)) is None
+    with pytest.raises(ModelLoadError):
+        onnxrt.OnnxInference(str(path))
+    # raw_data of another size than the dims: the usual error, naming the initializer
+    model.graph.initializer[0].raw_data = model.graph.initializer[0].raw_data[:-4]
+    path.write_bytes(model.SerializeToString())
+    assert read_weights_apart(str(path)) is None
+    with pytest.raises(ModelLoadError, match="'w'"):
+        onnxrt.OnnxInference(str(path))
+    # a model without weights: nothing to set apart
+    small = helper.make_model(helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g",
+                                                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]))
+    path.write_bytes(small.SerializeToString())
+    assert read_weights_apart(str(path)) is None
+
+
+def test_a_weight_over_the_tensor_cap_is_refused(tmp_path):
+    from onnxrt.errors import ModelLoadError
+
+    model, *_ = _model()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    so = onnxrt.SessionOptions()
+    so.max_tensor_bytes = 4096
+    with pytest.raises(ModelLoadError, match="'w'"):
+        onnxrt.InferenceSession(str(path), so)
