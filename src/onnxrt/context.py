@@ -29,6 +29,66 @@ import threading
 from typing import Any
 
 
+class ProductPolicy:
+    """How the large matrix products of one session's runs use the cores: split by the team
+    of GIL-free workers into single-threaded BLAS calls (``TEAM``), or on BLAS's own threads
+    (``BLAS``). Neither wins everywhere, and the product's own time does not decide it:
+    inside ConvNeXt's runs BLAS's threads computed each product faster (0.98 against 1.81 ms)
+    yet the run took 1.2x longer, as BLAS's threads keep spinning after a product and take
+    the cores from the depthwise convolutions and normalisations that follow; inside gpt2's
+    runs BLAS's threads made the whole run 1.4x faster. So whole runs decide: from the
+    session's third run (the first runs without compiled kernels, the second loads them and
+    wakes the team), runs alternate the two in pairs, the second of each pair measured, and
+    once one amount of product work (the runs' inputs decide it) has SAMPLES measured runs of
+    each, the faster (the lower minimum, which other work on the machine only raises) is kept
+    for the session. Runs of a session from several
+    threads at once are not measured."""
+
+    TEAM, BLAS = 0, 1
+    SAMPLES = 2
+    WARMUP_RUNS = 2
+    __slots__ = ("pick", "runs", "times", "_lock", "_active")
+
+    def __init__(self) -> None:
+        #: the option kept (-1: not decided yet)
+        self.pick = -1
+        #: runs begun
+        self.runs = 0
+        #: product work of a run -> (team run times, BLAS run times)
+        self.times: dict[int, tuple[list[float], list[float]]] = {}
+        self._lock = threading.Lock()
+        self._active = 0
+
+    def begin(self) -> tuple[int, bool]:
+        """(the option of a run starting now, whether it is measured)."""
+        with self._lock:
+            self.runs += 1
+            self._active += 1
+            if self.pick >= 0:
+                return self.pick, False
+            if self.runs <= self.WARMUP_RUNS or self._active > 1:
+                return self.TEAM, False
+            # in pairs, the second measured: whether the team's workers stay awake through a
+            # run depends on the run before (RunScope), which must have been of the same kind
+            k = self.runs - self.WARMUP_RUNS - 1
+            return (k // 2) % 2, k % 2 == 1
+
+    def end(self, option: int, measured: bool, seconds: float, work: int) -> None:
+        """A run ends: ``work`` multiply-adds of large products, in ``seconds``."""
+        with self._lock:
+            self._active -= 1
+            if not measured or self.pick >= 0 or not work:
+                return
+            times = self.times.setdefault(work, ([], []))
+            times[option].append(seconds)
+            if min(len(t) for t in times) >= self.SAMPLES:
+                self.pick = self.TEAM if min(times[0]) <= min(times[1]) else self.BLAS
+                self.times.clear()
+            elif len(self.times) > 16:  # inputs of ever new sizes: keep the team
+                self.pick = self.TEAM
+                self.times.clear()
+
+
 class ExecutionContext:
     """What one session's runs share: set once when the session is built.
 
@@ -42,7 +102,7 @@ class ExecutionContext:
     context: they are freed with the session.
     """
 
-    __slots__ = ("threads", "peak_threads", "_local", "__weakref__")
+    __slots__ = ("threads", "peak_threads", "products", "_local", "__weakref__")
 
     def __init__(self, threads: int | None = None) -> None:
         if threads is not None:
@@ -54,6 +114,8 @@ class ExecutionContext:
         #: the most threads one kernel of the session's runs used (0: no run yet, 1: each kernel
         #: ran on its run's own thread)
         self.peak_threads: int = 0
+        #: how the runs' large matrix products use the cores (onnxrt.parallel.ProductPolicy)
+        self.products = ProductPolicy()
         self._local = threading.local()
 
     @classmethod

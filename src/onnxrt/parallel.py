@@ -25,6 +25,7 @@ import itertools
 import os
 import threading
 import time
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .context import ExecutionContext
+from .context import ExecutionContext, ProductPolicy
 from .native.blas import _blas_boost, _blas_enter, _blas_exit, _blas_libs, blas_sgemm_address, blas_threads  # noqa: F401
 
 # ---------------------------------------------------------------------------------------
@@ -418,7 +419,7 @@ class RunScope:
     A run that leaves BLAS multi-threaded is a section fork waits for (see ``_before_fork``)."""
 
     __slots__ = ("blas", "context", "eager", "gated", "heated", "jobs", "outer", "owner", "previous", "root", "threads",
-                 "uses_blas")
+                 "uses_blas", "option", "measured", "started", "work")
 
     def __init__(self, context: ExecutionContext | int | None, eager: bool = False, owner: Any = None,
                  uses_blas: bool = True):
@@ -439,6 +440,11 @@ class RunScope:
         self.gated = False
         self.outer: RunScope | None = None
         self.root: RunScope = self
+        #: the run's ProductPolicy option, whether it is measured, its start, its product work
+        self.option = 0
+        self.measured = False
+        self.started = 0.0
+        self.work = 0
 
     def __enter__(self) -> RunScope:
         outer = self.outer = _TLS.scope
@@ -450,6 +456,9 @@ class RunScope:
         if outer is None:
             self.root = self
             context = self.context
+            self.option, self.measured = context.products.begin()
+            self.work = 0
+            self.started = time.perf_counter()
             if not context.peak_threads:
                 context.peak_threads = 1  # the run's own thread
             n = 1 if self.eager else threads if threads is not None and threads < KERNEL_THREADS else 0
@@ -484,6 +493,7 @@ class RunScope:
             self.heated = False
             _HOOKS.heat(-1)  # type: ignore[misc]
         if self.outer is None:
+            self.context.products.end(self.option, self.measured, time.perf_counter() - self.started, self.work)
             if self.owner is not None:
                 self.owner.team_jobs = self.jobs
             if self.gated:
@@ -539,7 +549,10 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
             _blas_exit(1)
     if single and not in_loop:
         n = min(KERNEL_THREADS, _TLS.threads or KERNEL_THREADS)
-        if n > 1 and _HOOKS.team_gemm is not None and (c := _HOOKS.team_gemm(a, b, out)) is not None:
+        root = scope.root
+        root.work += work
+        if (n > 1 and root.option == ProductPolicy.TEAM and _HOOKS.team_gemm is not None
+                and (c := _HOOKS.team_gemm(a, b, out)) is not None):
             return c
         if n > 1:
             cold = scope.cold()

@@ -1,0 +1,72 @@
+"""ProductPolicy: a session's runs choose between the team's split and BLAS's own threads for their large products by timing whole runs."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxrt
+from onnxrt.context import ProductPolicy
+
+
+def _drive(policy: ProductPolicy, seconds: dict[int, float], runs: int, work: int = 100) -> list[tuple[int, bool]]:
+    seen = []
+    for _ in range(runs):
+        option, measured = policy.begin()
+        seen.append((option, measured))
+        policy.end(option, measured, seconds[option], work)
+    return seen
+
+
+def test_runs_alternate_in_pairs_and_the_faster_is_kept():
+    policy = ProductPolicy()
+    seen = _drive(policy, {ProductPolicy.TEAM: 0.2, ProductPolicy.BLAS: 0.1}, 12)
+    # two warm-up runs on the team, then pairs (team, team, BLAS, BLAS, ...) measuring the second
+    assert seen[:2] == [(0, False), (0, False)]
+    assert seen[2:10] == [(0, False), (0, True), (1, False), (1, True), (0, False), (0, True), (1, False), (1, True)]
+    assert policy.pick == ProductPolicy.BLAS and seen[10:] == [(1, False), (1, False)]
+    policy = ProductPolicy()
+    _drive(policy, {ProductPolicy.TEAM: 0.1, ProductPolicy.BLAS: 0.2}, 12)
+    assert policy.pick == ProductPolicy.TEAM
+
+
+def test_only_runs_of_one_amount_of_work_are_compared():
+    policy = ProductPolicy()
+    for i in range(40):  # every run another size: never two comparable runs of each
+        option, measured = policy.begin()
+        policy.end(option, measured, 0.1, 1000 + i)
+    assert policy.pick == ProductPolicy.TEAM  # gave up after 16 sizes, on the default
+    policy = ProductPolicy()
+    _drive(policy, {0: 0.1, 1: 0.2}, 12, work=0)  # no large product: nothing measured
+    assert policy.pick == -1 and policy.times == {}
+
+
+def test_concurrent_runs_are_not_measured():
+    policy = ProductPolicy()
+    for _ in range(3):
+        policy.end(*policy.begin(), 0.1, 5)
+    outer = policy.begin()
+    inner = policy.begin()  # another thread's run of the same session
+    assert inner == (ProductPolicy.TEAM, False)
+    policy.end(*inner, 0.1, 5)
+    policy.end(*outer, 0.1, 5)
+
+
+def test_a_session_decides_and_keeps_its_values():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((512, 1024)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 512])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    expected = x.astype(np.float64) @ w.astype(np.float64)
+    tol = 8 * 512 * np.finfo(np.float32).eps  # one dot of 512 products, blocked differently by each split
+    for _ in range(14):
+        y = sess.run({"x": x})["y"]
+        assert y.dtype == np.float32 and y.shape == (256, 1024)
+        np.testing.assert_allclose(y, expected, rtol=tol, atol=tol * np.abs(expected).max())
+    from onnxrt import parallel
+
+    if parallel.KERNEL_THREADS > 1:  # (one core: no threaded product, nothing to choose)
+        assert sess._context.products.pick in (ProductPolicy.TEAM, ProductPolicy.BLAS)
