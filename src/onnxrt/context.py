@@ -59,6 +59,11 @@ class ProductPolicy:
         self._lock = threading.Lock()
         self._active = 0
 
+    @classmethod
+    def settling_runs(cls) -> int:
+        """Runs before the choice, when every run's product work is the same."""
+        return cls.WARMUP_RUNS + 4 * cls.SAMPLES
+
     def begin(self) -> tuple[int, bool]:
         """(the option of a run starting now, whether it is measured)."""
         with self._lock:

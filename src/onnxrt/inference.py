@@ -575,7 +575,11 @@ class OnnxInference:
         """How many runs carry one-time costs before the steady state: the first (kernels
         loaded, weights prepared) and, where compiled kernels start at the second run
         (ONNXRT_JIT=auto, the default, in a process that has not loaded them yet), the
-        second too. Timings skip them (``onnxrt bench``, ``onnxrt profile``)."""
+        second too; and, for a model with large constants (whose products may run on BLAS's
+        threads), the runs in which the session's ProductPolicy times its two ways of running
+        them. Timings skip them (``onnxrt bench``, ``onnxrt profile``)."""
+        if self._eager_blas and self.plan.uses_blas and self._fast_paths:
+            return max(self._warmups, self._context.products.settling_runs())
         return self._warmups
 
     def _first(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -70,3 +70,17 @@ def test_a_session_decides_and_keeps_its_values():
 
     if parallel.KERNEL_THREADS > 1:  # (one core: no threaded product, nothing to choose)
         assert sess._context.products.pick in (ProductPolicy.TEAM, ProductPolicy.BLAS)
+
+
+def test_warmup_runs_cover_the_policy_runs_of_a_model_with_large_constants():
+    rng = np.random.default_rng(0)
+    big = numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [big])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert sess.warmup_runs == ProductPolicy.settling_runs() == 10
+    small = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    assert onnxrt.OnnxInference(helper.make_model(small, opset_imports=[helper.make_opsetid("", 17)])).warmup_runs <= 2
