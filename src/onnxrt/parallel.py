@@ -504,6 +504,10 @@ class RunScope:
                 _blas_exit(n)
 
 
+#: rows up to which a product is memory-bound on B (each of B's elements read by every row)
+FEW_ROWS = 8
+#: elements of B from which such a product runs on BLAS's threads (1 MiB of float32)
+FEW_ROWS_MIN_ELEMENTS = 1 << 18
 #: multiply-adds from which OpenBLAS splits a product over its threads (its SMP threshold,
 #: 65536 x GEMM_MULTITHREAD_THRESHOLD=4); smaller products always run on the calling thread
 BLAS_THREADED_WORK = 1 << 18
@@ -539,7 +543,13 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     scope = _TLS.scope
     single = scope is not None and scope.root.blas == 1
     in_loop = _TLS.in_loop
-    if work < BLAS_THREADS_FROM:
+    # a product of a few rows reads each element of B once or a few times: memory-bound, it
+    # gains from a second core's share of the bandwidth long before its multiply-adds would
+    # pay for BLAS's threads (gpt2's decoding step: (1, 768) @ (768, 3072), 7 MB of weights
+    # each, 1.65x faster on BLAS's two threads; the team's column split, each part an sgemm
+    # that packs its block of B, was 1.8x slower than one thread)
+    few_rows = a.ndim == 2 and a.shape[0] <= FEW_ROWS and b.size >= FEW_ROWS_MIN_ELEMENTS
+    if work < BLAS_THREADS_FROM and not few_rows:
         if single or in_loop:
             return _plain(a, b, out)
         _blas_enter(1)
@@ -551,7 +561,7 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
         n = min(KERNEL_THREADS, _TLS.threads or KERNEL_THREADS)
         root = scope.root
         root.work += work
-        if (n > 1 and root.option == ProductPolicy.TEAM and _HOOKS.team_gemm is not None
+        if (n > 1 and root.option == ProductPolicy.TEAM and not few_rows and _HOOKS.team_gemm is not None
                 and (c := _HOOKS.team_gemm(a, b, out)) is not None):
             return c
         if n > 1:

@@ -84,3 +84,24 @@ def test_warmup_runs_cover_the_policy_runs_of_a_model_with_large_constants():
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
     assert onnxrt.OnnxInference(helper.make_model(small, opset_imports=[helper.make_opsetid("", 17)])).warmup_runs <= 2
+
+
+def test_a_product_of_few_rows_runs_on_blas_threads():
+    from onnxrt import parallel
+
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((768, 1024)).astype(np.float32)  # 3 MB of weights, 786K multiply-adds a row
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 768])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    x = rng.standard_normal((1, 768)).astype(np.float32)
+    tol = 8 * 768 * np.finfo(np.float32).eps
+    expected = x.astype(np.float64) @ w.astype(np.float64)
+    for _ in range(3):
+        y = sess.run({"x": x})["y"]
+        assert y.dtype == np.float32 and y.shape == (1, 1024)
+        np.testing.assert_allclose(y, expected, rtol=tol, atol=tol * np.abs(expected).max())
+    # below BLAS_THREADS_FROM multiply-adds, yet memory-bound: BLAS's threads for its duration
+    assert 768 * 1024 < parallel.BLAS_THREADS_FROM
+    assert sess._context.peak_threads == min(2, parallel.KERNEL_THREADS)
