@@ -25,7 +25,6 @@ import itertools
 import os
 import threading
 import time
-import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -547,8 +546,13 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     # gains from a second core's share of the bandwidth long before its multiply-adds would
     # pay for BLAS's threads (gpt2's decoding step: (1, 768) @ (768, 3072), 7 MB of weights
     # each, 1.65x faster on BLAS's two threads; the team's column split, each part an sgemm
-    # that packs its block of B, was 1.8x slower than one thread)
-    few_rows = a.ndim == 2 and a.shape[0] <= FEW_ROWS and b.size >= FEW_ROWS_MIN_ELEMENTS
+    # that packs its block of B, was 1.8x slower than one thread). Only in runs whose
+    # ProductPolicy option is BLAS's threads: their spinning after ConvNeXt's classifier,
+    # (1, 768) @ (768, 1000), slowed the start of every next run by 40 ms
+    few_shape = single and not in_loop and a.ndim == 2 and a.shape[0] <= FEW_ROWS and b.size >= FEW_ROWS_MIN_ELEMENTS
+    if few_shape:  # (its work counts for ProductPolicy whichever way it runs)
+        scope.root.work += work
+    few_rows = few_shape and scope.root.option == ProductPolicy.BLAS
     if work < BLAS_THREADS_FROM and not few_rows:
         if single or in_loop:
             return _plain(a, b, out)
@@ -560,7 +564,8 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     if single and not in_loop:
         n = min(KERNEL_THREADS, _TLS.threads or KERNEL_THREADS)
         root = scope.root
-        root.work += work
+        if not few_shape:
+            root.work += work
         if (n > 1 and root.option == ProductPolicy.TEAM and not few_rows and _HOOKS.team_gemm is not None
                 and (c := _HOOKS.team_gemm(a, b, out)) is not None):
             return c

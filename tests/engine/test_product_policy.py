@@ -86,7 +86,7 @@ def test_warmup_runs_cover_the_policy_runs_of_a_model_with_large_constants():
     assert onnxrt.OnnxInference(helper.make_model(small, opset_imports=[helper.make_opsetid("", 17)])).warmup_runs <= 2
 
 
-def test_a_product_of_few_rows_runs_on_blas_threads():
+def test_a_product_of_few_rows_runs_on_blas_threads_in_blas_runs():
     from onnxrt import parallel
 
     rng = np.random.default_rng(2)
@@ -98,10 +98,15 @@ def test_a_product_of_few_rows_runs_on_blas_threads():
     x = rng.standard_normal((1, 768)).astype(np.float32)
     tol = 8 * 768 * np.finfo(np.float32).eps
     expected = x.astype(np.float64) @ w.astype(np.float64)
-    for _ in range(3):
-        y = sess.run({"x": x})["y"]
-        assert y.dtype == np.float32 and y.shape == (1, 1024)
-        np.testing.assert_allclose(y, expected, rtol=tol, atol=tol * np.abs(expected).max())
-    # below BLAS_THREADS_FROM multiply-adds, yet memory-bound: BLAS's threads for its duration
     assert 768 * 1024 < parallel.BLAS_THREADS_FROM
-    assert sess._context.peak_threads == min(2, parallel.KERNEL_THREADS)
+    # below BLAS_THREADS_FROM multiply-adds, yet memory-bound: BLAS's threads for its duration
+    # in runs of the BLAS option, one thread in the team's (BLAS's spinning after it would
+    # slow what follows)
+    for pick, threads in ((ProductPolicy.BLAS, min(2, parallel.KERNEL_THREADS)), (ProductPolicy.TEAM, 1)):
+        sess._context.products.pick = pick
+        sess._context.reset_peak()
+        for _ in range(3):
+            y = sess.run({"x": x})["y"]
+            assert y.dtype == np.float32 and y.shape == (1, 1024)
+            np.testing.assert_allclose(y, expected, rtol=tol, atol=tol * np.abs(expected).max())
+        assert sess._context.peak_threads == threads, pick
