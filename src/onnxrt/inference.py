@@ -454,6 +454,8 @@ class OnnxInference:
             constants=self._held,
         )
         self._plain: Plan | None = None
+        if optimization_level(options) > 0:
+            self.plan.enable_specialisation()  # (onnxrt.specialise: shape arithmetic once per signature)
         #: the next run is the session's first: numpy kernels only (see :meth:`_first`)
         self._first_run = (_jit.ENABLED and not _jit.EAGER) or not self._fast_paths
         #: warmup_runs: 2 while the first run leaves compiled kernels to the second

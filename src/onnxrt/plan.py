@@ -259,6 +259,17 @@ class Plan:
         t = log("type_checks", t, f"{len(self._dynamic_steps)} steps checked every run")
         self._stage_tables()
         log("tables", t, f"{len(self._table)} rows")
+        #: shape specialisation of run_dict's runs (onnxrt.specialise), once enabled
+        self._specialiser: Any = None
+
+    def enable_specialisation(self) -> bool:
+        """Let :meth:`run_dict` keep, per signature of the feeds' shapes and dtypes run twice,
+        a step table without the steps that signature fixes (:mod:`onnxrt.specialise`);
+        returns whether this plan has enough such steps to gain."""
+        from .specialise import Specialiser
+
+        self._specialiser = Specialiser(self, _MISSING, _row)
+        return bool(self._specialiser.fixed)
 
     def _log(self, name: str, t0: float, summary: str) -> float:
         t = time.perf_counter()
@@ -685,8 +696,25 @@ class Plan:
     def run_dict(self, feeds: dict[str, Any], context: dict[str, Any] | None = None, keep_all: bool = False) -> list[Any]:
         """Run from a name -> value dict; returns the slot list (all values when ``keep_all``):
         :meth:`new_values` and :meth:`execute`, in one call on the hot path."""
-        values = self._template.copy()
         slots = self.slots
+        spec = self._specialiser
+        if spec is not None and not keep_all and context is None and self._types_checked:
+            sig, entry = spec.lookup(feeds)
+            if entry is not None:  # the table of this signature: its fixed values are constants
+                template, table = entry
+                values = template.copy()
+                for name, v in feeds.items():
+                    values[slots[name]] = v
+                self._loop(table, values)
+                return values
+            if sig is not None and spec.wants(sig):  # its second run: every value kept for the table
+                values = self._template.copy()
+                for name, v in feeds.items():
+                    values[slots[name]] = v
+                self.execute(values, Hooks(keep=True))
+                spec.build(sig, values)
+                return values
+        values = self._template.copy()
         for name, v in feeds.items():
             values[slots[name]] = v
         if self.outer_slots:
