@@ -707,12 +707,13 @@ class Plan:
                     values[slots[name]] = v
                 self._loop(table, values)
                 return values
-            if sig is not None and spec.wants(sig):  # its second run: every value kept for the table
+            if sig is not None and spec.wants(sig):  # its second run: the fixed values kept for the table
                 values = self._template.copy()
                 for name, v in feeds.items():
                     values[slots[name]] = v
-                self.execute(values, Hooks(keep=True))
-                spec.build(sig, values)
+                kept = spec.capture()
+                self.execute(values, Hooks(after=kept.after))
+                spec.build(sig, kept.values)
                 return values
         values = self._template.copy()
         for name, v in feeds.items():

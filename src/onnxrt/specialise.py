@@ -131,15 +131,19 @@ class Specialiser:
         n = self._seen[sig] = self._seen.get(sig, 0) + 1
         return n == 2
 
-    def build(self, sig: tuple, values: list[Any]) -> None:
-        """The table of ``sig`` from a run's values (every step's kept)."""
+    def capture(self) -> _Capture:
+        """A hook keeping copies of the frontier's values as a run produces them (the run
+        releases its values as usual: keeping all of them doubled bert's peak memory)."""
+        return _Capture(set(self.frontier))
+
+    def build(self, sig: tuple, values: dict[int, Any]) -> None:
+        """The table of ``sig`` from the frontier's values of a run (slot -> value)."""
         plan = self.plan
         template = list(plan._template)
         size = 0
         for s in self.frontier:
-            v = values[s]
-            if isinstance(v, np.ndarray):
-                v = np.array(v, copy=True)
+            v = values.get(s)
+            if isinstance(v, np.ndarray):  # (a copy the capture made)
                 v.flags.writeable = False
                 size += v.nbytes
             elif v is None or isinstance(v, list):
@@ -174,3 +178,22 @@ class Specialiser:
             self._tables[sig] = None  # (kept as "no table": the general one runs)
             while len(self._tables) > MAX_TABLES:
                 self._tables.popitem(last=False)
+
+
+class _Capture:
+    """``after`` hook of a run: copies of the values written to ``slots`` (read-only)."""
+
+    __slots__ = ("slots", "values", "size")
+
+    def __init__(self, slots: set[int]) -> None:
+        self.slots = slots
+        self.values: dict[int, Any] = {}
+        self.size = 0
+
+    def after(self, st: Any, args: list[Any], results: tuple[Any, ...], seconds: float) -> None:
+        for s, v in zip(st.outputs, results):
+            if s in self.slots and self.size <= MAX_BYTES:  # (past it the table is given up anyway)
+                if isinstance(v, np.ndarray):
+                    self.size += v.nbytes
+                    v = np.array(v, copy=True)
+                self.values[s] = v

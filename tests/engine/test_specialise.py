@@ -127,3 +127,18 @@ def test_unoptimised_sessions_do_not_specialise():
     for _ in range(3):
         np.testing.assert_array_equal(sess.run({"x": x})["y"], _expected(x))
     assert sess.plan._specialiser is None
+
+
+def test_the_table_is_built_from_the_frontier_only():
+    from onnxrt.plan import Hooks
+
+    sess = onnxrt.OnnxInference(_model())
+    spec = sess.plan._specialiser
+    x = np.ones((2, 5, 3), np.float32)
+    sess.run({"x": x})
+    cap = spec.capture()
+    values = sess.plan.new_values({"x": x})
+    sess.plan.execute(values, Hooks(after=cap.after))
+    # the run released its values as usual; only the frontier's were copied
+    assert set(cap.values) == set(spec.frontier)
+    assert all(values[s] is None for s in spec.frontier if s not in sess.plan.output_slots)
