@@ -22,28 +22,19 @@ command line does) may ask for either tuning below.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
 
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
 _LOCK = threading.Lock()
 #: what :func:`tune_process` has applied in this process (name -> whether it is in effect)
 APPLIED: dict[str, bool] = {}
 
 
 def _mallopt() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        ok = libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # the largest value glibc accepts on 64-bit
-        ok &= libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-    except (OSError, AttributeError):  # not glibc (musl, ...)
-        return False
-    return bool(ok)
+    from .native.memory import mallopt_keep_freed
+
+    return mallopt_keep_freed()
 
 
 def tune_process(blas_thread_timeout: bool = False, malloc: bool = False) -> dict[str, bool]:

@@ -24,11 +24,9 @@ def _memory(what: str, element_type: Any, shape: Any, buffer_ptr: Any) -> np.nda
         raise InvalidArgumentError(f"{what}: shape {list(dims)} has a negative dimension.")
     if not isinstance(buffer_ptr, int) or isinstance(buffer_ptr, bool) or buffer_ptr <= 0:
         raise InvalidArgumentError(f"{what}: buffer_ptr must be a non-null memory address (an int), got {buffer_ptr!r}.")
-    import ctypes
+    from .native.memory import array_at
 
-    count = math.prod(dims)
-    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(buffer_ptr)
-    return np.frombuffer(raw, dtype=dtype, count=count).reshape(dims)
+    return array_at(buffer_ptr, dtype, math.prod(dims)).reshape(dims)
 
 
 class IOBinding:
