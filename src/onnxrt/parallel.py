@@ -60,6 +60,20 @@ _TLS = _ThreadState()
 _MAX_KEPT_BYTES = 256 << 20
 
 
+#: results of products from this many bytes come from the session's buffer pool
+_POOLED_BYTES = 1 << 16
+
+
+def empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
+    """``np.empty(shape, dtype)`` for a kernel's output: inside a run, from the session's
+    buffer pool (:class:`onnxrt.context.BufferPool`), whose buffers come back when the run
+    loop releases the values made of them."""
+    scope = _TLS.scope
+    if scope is None:
+        return np.empty(shape, dtype)
+    return scope.context.pool.empty(shape, dtype)
+
+
 def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """A reusable buffer of ``shape`` (uninitialised), this thread's for the session it runs
     (kept by the session's execution context, freed with it; per thread outside any run).
@@ -528,8 +542,39 @@ EAGER_BLAS_SIZE = 1 << 15
 
 def _plain(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
-        return np.dot(a, b) if a.ndim == 2 and b.ndim == 2 else np.matmul(a, b)
+        if a.ndim == 2 and b.ndim == 2:
+            if _TLS.scope is not None and a.shape[0] * b.shape[1] * a.itemsize >= _POOLED_BYTES:
+                # a large result in a run: from the session's buffer pool
+                return np.dot(a, b, out=empty((a.shape[0], b.shape[1]), np.result_type(a, b)))
+            return np.dot(a, b)
+        return np.matmul(a, b)
     return np.matmul(a, b, out=out)
+
+
+#: rows of the weights per chunk of :func:`_few_rows_transposed`
+FEW_ROWS_BLOCK = 64
+
+
+def _few_rows_transposed(a: np.ndarray, w: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``a @ w.T`` for a few rows ``a`` (m, K) and C-contiguous weights ``w`` (N, K), a Gemm's
+    transB as linear layers are exported: blocks of w's rows over the pool, each row of the
+    result's block one matrix-vector product that reads its block of w once. (The team's
+    split of the result's columns, one single-threaded sgemm per block, packed its block of
+    w first: vgg19's (1, 25088) @ W.T took 34 ms against 10 on BLAS's two threads; this
+    split takes 10.)"""
+    m, n = a.shape[0], w.shape[0]
+    c = np.empty((m, n), a.dtype) if out is None or not out.flags.c_contiguous else out
+
+    def chunk(lo: int, hi: int) -> None:
+        r0, r1 = lo * FEW_ROWS_BLOCK, min(n, hi * FEW_ROWS_BLOCK)
+        for r in range(m):
+            np.dot(w[r0:r1], a[r], out=c[r, r0:r1])
+
+    parallel_for((n + FEW_ROWS_BLOCK - 1) // FEW_ROWS_BLOCK, chunk, FEW_ROWS_BLOCK * w.shape[1] * m)
+    if out is not None and c is not out:
+        out[...] = c
+        return out
+    return c
 
 
 def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) -> np.ndarray:
@@ -566,9 +611,16 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
         root = scope.root
         if not few_shape:
             root.work += work
-        if (n > 1 and root.option == ProductPolicy.TEAM and not few_rows and _HOOKS.team_gemm is not None
-                and (c := _HOOKS.team_gemm(a, b, out)) is not None):
-            return c
+        if n > 1 and root.option == ProductPolicy.TEAM and _HOOKS.team_gemm is not None:
+            if few_shape and b.T.flags.c_contiguous and a.dtype == b.dtype and (out is None or out.dtype == a.dtype):
+                # a few rows times transposed weights (a Gemm's transB, a classifier as
+                # exported): on the pool, not on BLAS's threads, which spin for ~0.1 s after
+                # a product (OpenBLAS's default timeout, 2**28 cycles) on the core the team's
+                # next job needs: vgg19's (1, 25088) @ W.T on BLAS's threads made the
+                # convolutions of the next run 1.5x slower
+                return _few_rows_transposed(a, b.T, out)
+            if (c := _HOOKS.team_gemm(a, b, out)) is not None:
+                return c
         if n > 1:
             cold = scope.cold()
             if cold is not None:

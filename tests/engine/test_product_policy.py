@@ -110,3 +110,38 @@ def test_a_product_of_few_rows_runs_on_blas_threads_in_blas_runs():
             assert y.dtype == np.float32 and y.shape == (1, 1024)
             np.testing.assert_allclose(y, expected, rtol=tol, atol=tol * np.abs(expected).max())
         assert sess._context.peak_threads == threads, pick
+
+
+def test_few_rows_times_transposed_weights_never_wake_blas_threads_in_team_runs(monkeypatch):
+    """In runs of the team's option, a few rows times transposed weights (a Gemm's transB, a
+    classifier as exported) splits the weights' rows over the pool instead of running on
+    BLAS's threads, which spin on the team's core after each product; in BLAS runs it runs
+    on BLAS's threads. Same values either way."""
+    from onnxrt import parallel
+
+    rng = np.random.default_rng(3)
+    k, n = 2048, 4608  # 9.4M multiply-adds a row, above BLAS_THREADS_FROM
+    assert k * n >= parallel.BLAS_THREADS_FROM
+    w = (rng.standard_normal((n, k)) / 32).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")])
+    sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    boosts = []
+    real = parallel._blas_boost
+    monkeypatch.setattr(parallel, "_blas_boost", lambda a, b: boosts.append((a, b)) or real(a, b))
+    for rows in (1, 3):
+        x = rng.standard_normal((rows, k)).astype(np.float32)
+        expected = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+        tol = 4 * k * np.finfo(np.float32).eps * np.abs(x).max() * np.abs(w).max()
+        for pick in (ProductPolicy.TEAM, ProductPolicy.BLAS):
+            sess._context.products.pick = pick
+            boosts.clear()
+            for _ in range(3):
+                y = sess.run({"x": x})["y"]
+                assert y.dtype == np.float32 and y.shape == (rows, n)
+                np.testing.assert_allclose(y, expected, rtol=0, atol=tol)
+            if parallel.KERNEL_THREADS > 1:
+                assert (boosts == []) == (pick == ProductPolicy.TEAM), (rows, pick, boosts)

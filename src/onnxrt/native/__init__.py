@@ -243,7 +243,8 @@ GEMM_TEAM_PARTS = 1
 
 def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: list | None = None,
               part_size: int = GEMM_TEAM_PART, cold_total: int = 0) -> np.ndarray | None:
-    """``a @ b`` for 2-D float32 operands with unit column strides, by blocks of rows (more
+    """``a @ b`` for 2-D float32 operands with unit column strides (or ``b`` the transpose of
+    such a matrix), by blocks of rows (more
     rows than columns) or columns of the result, each one single-threaded BLAS call, shared
     by the caller and the team (None when the team does not take it). Inside a run the
     team's workers join in microseconds, where OpenBLAS's own second thread, asleep between
@@ -254,7 +255,11 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
     :func:`team_split`'s."""
     if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2 or 0 in a.shape or 0 in b.shape:
         return None
-    if a.strides[1] != 4 or b.strides[1] != 4 or a.strides[0] % 4 or b.strides[0] % 4:
+    if a.strides[1] != 4 or a.strides[0] % 4:
+        return None
+    # B with unit column stride, or the transpose of such a matrix (a Gemm's transB)
+    trans_b = b.strides[1] != 4
+    if (b.strides[0] if trans_b else b.strides[1]) != 4 or (b.strides[1] if trans_b else b.strides[0]) % 4:
         return None
     if out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous):
         return None
@@ -263,13 +268,13 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
         return None
     m, k = a.shape
     n = b.shape[1]
-    c = np.empty((m, n), np.float32) if out is None else out
+    c = parallel.empty((m, n), np.float32) if out is None else out
     bias, relu, z = epilogue if epilogue else (_EMPTY, False, _EMPTY)
     # the operand a part repacks in full is the smaller one: split the longer side
     by_rows = m > n
-    args = layout.GEMM.pack(a=a, b=b, c=c, m=m, k=k, n=n, lda=a.strides[0] // 4, ldb=b.strides[0] // 4, ldc=n,
-                            sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
-                            relu=int(relu))
+    args = layout.GEMM.pack(a=a, b=b, c=c, m=m, k=k, n=n, lda=a.strides[0] // 4, ldb=b.strides[1 if trans_b else 0] // 4,
+                            ldc=n, sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
+                            relu=int(relu), trans_b=int(trans_b))
     blocks = ((m if by_rows else n) + 15) // 16
     parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
     blas._blas_enter(1)  # one thread per block (already so inside a large run)

@@ -204,10 +204,13 @@ AFFINE = Layout("affine_part", [
     _f("y", "f32", _n("rows", "cols")), _f("rows"), _f("cols"), _f("relu", "bool")])
 GEMM = Layout("gemm_part", [
     _f("a", "f32", lambda v: (v["m"] - 1) * v["lda"] + v["k"], contiguous=False),
-    _f("b", "f32", lambda v: (v["k"] - 1) * v["ldb"] + v["n"], contiguous=False),
+    # B is (k, n) with row stride ldb, or with trans_b its transpose stored (n, k) with row stride ldb
+    _f("b", "f32", lambda v: (v["n"] - 1) * v["ldb"] + v["k"] if v["trans_b"] else (v["k"] - 1) * v["ldb"] + v["n"],
+       contiguous=False),
     _f("c", "f32", lambda v: (v["m"] - 1) * v["ldc"] + v["n"], contiguous=False),
     _f("m"), _f("k"), _f("n"), _f("lda"), _f("ldb"), _f("ldc"), _f("sgemm", "fn"), _f("by_rows", "bool"),
-    _f("bias", "f32", _n("bias_size")), _f("bias_size"), _f("z", "f32", _n("z_size")), _f("z_size"), _f("relu", "bool")])
+    _f("bias", "f32", _n("bias_size")), _f("bias_size"), _f("z", "f32", _n("z_size")), _f("z_size"), _f("relu", "bool"),
+    _f("trans_b", "bool")])
 BANDS = Layout("bands_part", [
     _f("x", "f32", _n("images", "channels", "height", "width")),
     _f("w2", "f32", lambda v: v["m"] * v["channels"] * v["kh"] * v["kw"]),

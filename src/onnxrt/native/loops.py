@@ -2030,7 +2030,8 @@ def gemm_part(args, part):
     shared evenly, then _epilogue's bias (one per row), residual (C's layout) and Relu on
     the block while it is in cache. args = (a address, b address, c address, m, k, n, lda,
     ldb, ldc, sgemm address, by_rows, bias address, bias size, z address, z size, relu,
-    parts)."""
+    trans_b, parts); with trans_b, B is the transpose of an (n, k) matrix of row stride ldb
+    (a Gemm's transB, a linear layer's weights as exported)."""
     a = carray(_i64_at(args), len(_AT_GEMM))
     m, kk, n, lda, ldb, ldc, by_rows, parts = a[_AT_GEMM.m], a[_AT_GEMM.k], a[_AT_GEMM.n], a[_AT_GEMM.lda], a[_AT_GEMM.ldb], a[_AT_GEMM.ldc], a[_AT_GEMM.by_rows], a[_AT_GEMM.parts]
     size = m if by_rows else n
@@ -2040,19 +2041,21 @@ def gemm_part(args, part):
     if i1 <= i0:
         return
     av = carray(_f32_at(a[_AT_GEMM.a]), (m - 1) * lda + kk)
-    bv = carray(_f32_at(a[_AT_GEMM.b]), (kk - 1) * ldb + n)
+    tb = a[_AT_GEMM.trans_b]
+    bv = carray(_f32_at(a[_AT_GEMM.b]), (n - 1) * ldb + kk if tb else (kk - 1) * ldb + n)
     cv = carray(_f32_at(a[_AT_GEMM.c]), (m - 1) * ldc + n)
     bias = carray(_f32_at(a[_AT_GEMM.bias]), a[_AT_GEMM.bias_size])
     z = carray(_f32_at(a[_AT_GEMM.z]), a[_AT_GEMM.z_size])
     relu = a[_AT_GEMM.relu] != 0
     post = bias.size or z.size or relu
     if by_rows:
-        _sgemm(a[_AT_GEMM.sgemm], 0, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
+        _sgemm(a[_AT_GEMM.sgemm], tb, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
         if post:
             for r in range(i0, i1):
                 _epilogue(cv, r * ldc, n, bias, r, relu, z)
     else:
-        _sgemm(a[_AT_GEMM.sgemm], 0, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0, ldb, cv, i0, ldc)
+        # columns i0.. of op(B): B's columns, or the stored transpose's rows
+        _sgemm(a[_AT_GEMM.sgemm], tb, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0 * ldb if tb else i0, ldb, cv, i0, ldc)
         if post:
             for r in range(m):
                 _epilogue(cv, r * ldc + i0, i1 - i0, bias, r, relu, z)
