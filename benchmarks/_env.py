@@ -13,8 +13,8 @@ environment keeps OpenBLAS's default.
 
 The benchmarks that run each runtime in its own worker process (bench_models, bench_nn,
 bench_zoo: ``_workers.py``) do not import it: each runtime runs with the settings an
-application gets (onnxrt, imported before numpy in its worker, sets this timeout itself),
-and a chunk's first run is untimed, so the other process's idle threads cost nothing.
+application gets (OpenBLAS's default timeout included: onnxrt no longer sets it), and a
+chunk's first run is untimed, so the other process's idle threads cost nothing.
 """
 
 import os
