@@ -94,117 +94,6 @@ class ProductPolicy:
                 self.times.clear()
 
 
-class BufferPool:
-    """The memory of one session's large intermediate tensors, kept from run to run.
-
-    Each run allocates the same large tensors again. Freed to the C library, their memory
-    goes back to the system (glibc trims its heap and unmaps large blocks) and every run
-    pays its page faults again: mobilenetv3's runs took 11.5 ms that way and 8.5 ms with
-    glibc told to keep freed memory (a process-wide setting onnxrt does not make by itself,
-    see ``onnxrt.tune_process``). The pool is the session's own arena instead: kernels'
-    outputs come from :func:`onnxrt.parallel.empty`, views of byte buffers the pool made;
-    when the run loop releases a value, its buffer comes back to the pool, by size, if
-    nothing else refers to it (neither the value nor any view of the buffer: reference
-    counts say it), and the next allocation of that size takes it.
-
-    Buffers below MIN_BYTES are left to the C library (its small blocks do not fault). The
-    pool holds at most LIMIT bytes of free buffers; a buffer beyond it is freed as before.
-    Thread-safe: a session may run from several threads at once (list appends and pops are
-    atomic; the byte count is approximate under contention, which only moves the limit).
-    """
-
-    MIN_BYTES = 1 << 16
-    LIMIT = 256 << 20
-    __slots__ = ("_free", "_mine", "held", "reused", "made")
-
-    def __init__(self) -> None:
-        import weakref
-
-        #: rounded size -> free byte buffers of that size
-        self._free: dict[int, list[Any]] = {}
-        #: id -> every buffer the pool made and that is alive (weakly: a buffer the caller
-        #: keeps, a graph output, lives on without the pool)
-        self._mine: Any = weakref.WeakValueDictionary()
-        #: bytes of free buffers held
-        self.held = 0
-        #: allocations served from the pool, and buffers made
-        self.reused = 0
-        self.made = 0
-
-    def empty(self, shape: Any, dtype: Any) -> Any:
-        """An uninitialised C-contiguous array of ``shape`` and ``dtype`` (np.empty's contract)."""
-        import numpy as np
-
-        dt = np.dtype(dtype)
-        n = dt.itemsize
-        for d in shape:
-            n *= d
-        if n < self.MIN_BYTES or dt.hasobject:
-            return np.empty(shape, dt)
-        size = (n + 4095) & ~4095
-        raw = None
-        free = self._free.get(size)
-        if free:
-            try:
-                raw = free.pop()
-            except IndexError:  # another thread took the last one
-                raw = None
-        if raw is None:
-            raw = np.empty(size, np.uint8)
-            self._mine[id(raw)] = raw
-            self.made += 1
-        else:
-            self.held -= size
-            self.reused += 1
-        return raw[:n].view(dt).reshape(shape)
-
-    def release(self, value: Any) -> None:
-        """The run loop no longer holds ``value``: its buffer comes back to the pool when the
-        pool made it and nothing else refers to the value or to the buffer."""
-        raw = value.base
-        if raw is None or self._mine.get(id(raw)) is not raw:
-            return
-        # references when nothing else holds them (calibrated once, _UNSHARED): raw's from
-        # value.base and this frame, value's from the caller's variable and this frame. Any
-        # view of the buffer (another value, a caller's output) holds raw as its base, any
-        # other holder of value counts too: then the buffer is not free
-        if (_getrefcount(raw), _getrefcount(value)) != _UNSHARED:
-            return
-        size = raw.shape[0]
-        if self.held + size > self.LIMIT:
-            return
-        self._free.setdefault(size, []).append(raw)
-        self.held += size
-
-    def clear(self) -> None:
-        self._free.clear()
-        self.held = 0
-
-
-def _getrefcount(obj: Any) -> int:
-    import sys
-
-    return sys.getrefcount(obj)
-
-
-def _probe_counts(value: Any) -> tuple[int, int]:
-    # the frame of BufferPool.release, to count what an unshared value's references are
-    raw = value.base
-    return _getrefcount(raw), _getrefcount(value)
-
-
-def _calibrate() -> tuple[int, int]:
-    """The reference counts release sees for a value nothing else holds, measured the way it
-    measures them (the interpreter's version decides how many references calls take)."""
-    import numpy as np
-
-    value = np.empty(16, np.uint8)[:8]  # its buffer is held by value.base only
-    return _probe_counts(value)
-
-
-_UNSHARED = _calibrate()
-
-
 class ExecutionContext:
     """What one session's runs share: set once when the session is built.
 
@@ -218,7 +107,7 @@ class ExecutionContext:
     context: they are freed with the session.
     """
 
-    __slots__ = ("threads", "peak_threads", "products", "pool", "_local", "__weakref__")
+    __slots__ = ("threads", "peak_threads", "products", "_local", "__weakref__")
 
     def __init__(self, threads: int | None = None) -> None:
         if threads is not None:
@@ -232,8 +121,6 @@ class ExecutionContext:
         self.peak_threads: int = 0
         #: how the runs' large matrix products use the cores (onnxrt.parallel.ProductPolicy)
         self.products = ProductPolicy()
-        #: the memory of the runs' large intermediate tensors, kept from run to run
-        self.pool = BufferPool()
         self._local = threading.local()
 
     @classmethod

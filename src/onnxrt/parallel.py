@@ -60,20 +60,6 @@ _TLS = _ThreadState()
 _MAX_KEPT_BYTES = 256 << 20
 
 
-#: results of products from this many bytes come from the session's buffer pool
-_POOLED_BYTES = 1 << 16
-
-
-def empty(shape: Sequence[int], dtype: Any) -> np.ndarray:
-    """``np.empty(shape, dtype)`` for a kernel's output: inside a run, from the session's
-    buffer pool (:class:`onnxrt.context.BufferPool`), whose buffers come back when the run
-    loop releases the values made of them."""
-    scope = _TLS.scope
-    if scope is None:
-        return np.empty(shape, dtype)
-    return scope.context.pool.empty(shape, dtype)
-
-
 def scratch(name: str, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """A reusable buffer of ``shape`` (uninitialised), this thread's for the session it runs
     (kept by the session's execution context, freed with it; per thread outside any run).
@@ -542,12 +528,7 @@ EAGER_BLAS_SIZE = 1 << 15
 
 def _plain(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
-        if a.ndim == 2 and b.ndim == 2:
-            if _TLS.scope is not None and a.shape[0] * b.shape[1] * a.itemsize >= _POOLED_BYTES:
-                # a large result in a run: from the session's buffer pool
-                return np.dot(a, b, out=empty((a.shape[0], b.shape[1]), np.result_type(a, b)))
-            return np.dot(a, b)
-        return np.matmul(a, b)
+        return np.dot(a, b) if a.ndim == 2 and b.ndim == 2 else np.matmul(a, b)
     return np.matmul(a, b, out=out)
 
 

@@ -19,15 +19,13 @@ import numpy as np
 import onnx
 from onnx import GraphProto
 
-from . import compat, dispatch, parallel, registry
+from . import compat, dispatch, registry
 from .dtypes import value_type_string
 from .errors import GraphError, KernelError, OnnxRuntimeError, UnsupportedOperatorError, describe_value
 from .functions import FunctionKey, GraphNode, ValueTypes, expand, expansion_budget, schema_body
 from .model import initializer_array, load_limit, sort_nodes, sparse_initializer_array
 from .ops_cpu._op import OpRun
 from .typecheck import check_input_types
-
-_NDARRAY = np.ndarray
 
 _MISSING = 0  # slot read for an omitted optional input (""): always None
 _SINK = 1  # slot receiving outputs a node produces but nobody named: never read
@@ -563,9 +561,6 @@ class Plan:
         ``values`` in order. A node's failure is raised as an onnxrt error naming the node and
         describing its inputs; an exception a hook raised passes through as it was."""
         index = 0
-        # the session's buffer pool (context.BufferPool): released values' buffers go back to it
-        scope = parallel._TLS.scope
-        pool = scope.context.pool if scope is not None else None
         try:
             # one tuple per step, unpacked once; the arity decides how inputs are fetched
             for index, fn, get, in0, out0, outs, frees, ctx in table:
@@ -583,17 +578,8 @@ class Plan:
                     for s, r in zip(outs, res):
                         values[s] = r
                 if frees:
-                    if pool is None:
-                        for s in frees:
-                            values[s] = None
-                    else:
-                        res = None  # (the step's results are held by values alone)
-                        for s in frees:
-                            v = values[s]
-                            values[s] = None
-                            if type(v) is _NDARRAY and v.base is not None:
-                                pool.release(v)
-                        v = None
+                    for s in frees:
+                        values[s] = None
         except _HookError as e:
             raise e.error from e.error.__cause__
         except Exception as e:

@@ -352,7 +352,7 @@ def core_pointwise_groups_team(x, w, pb, strides, dilations, group, out_shape, e
     m_out = w.shape[0]
     cg, mg, npix = n_ch // group, m_out // group, prod(out_shape)
     xs = np.ascontiguousarray(_pointwise_input(x, strides, out_shape))
-    y = parallel.empty((n_img, group * mg, npix), np.float32)
+    y = np.empty((n_img, group * mg, npix), np.float32)
     bias, relu, z = epilogue if epilogue else (_NO_BIAS, False, _NO_BIAS)
     args = POINTWISE_GROUPS.pack(
         w=np.ascontiguousarray(w), x=xs, y=y, bias=bias, z=z, images=n_img, groups=group, mg=mg, cg=cg, npix=npix,
@@ -382,7 +382,7 @@ def core_depthwise_compiled(x, w, pb, strides, dilations, group, out_shape, epil
     planes = n_img * n_ch
     xs = np.ascontiguousarray(x).reshape((planes,) + x.shape[2:])
     wk = np.ascontiguousarray(w).reshape((n_ch,) + w.shape[2:])
-    y = parallel.empty((planes,) + tuple(out_shape), np.float32)
+    y = np.empty((planes,) + tuple(out_shape), np.float32)
     bias, relu, z = _take_epilogue(epilogue)
     args = DEPTHWISE.pack(
         x=xs, w=wk, y=y, bias=bias, z=z, planes=planes, height=x.shape[2], width=x.shape[3], channels=n_ch,
@@ -426,7 +426,7 @@ def core_depthwise(x, w, pads_begin, strides, dilations, group, out_shape, epilo
     out_shape = tuple(out_shape)
     npix = prod(out_shape)
     wk = w.reshape(n_ch, mult, kp)
-    y = parallel.empty((planes, mult, npix), dtype)
+    y = np.empty((planes, mult, npix), dtype)
     lengths = tuple((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape, strides, kernel, dilations))
 
     def coefs(lo: int, hi: int) -> np.ndarray:  # (hi - lo, mult, Kp): the weights of planes [lo, hi)
@@ -525,7 +525,7 @@ def conv_winograd(x: np.ndarray, u: np.ndarray, pads_begin: Sequence[int], out_s
     th, tw = (out_h + 1) // 2, (out_w + 1) // 2
     tiles = th * tw
     pt, pl = int(pads_begin[0]), int(pads_begin[1])
-    y = parallel.empty((n_img, m_out, out_h, out_w), np.float32) if out is None else out.reshape(n_img, m_out, out_h, out_w)
+    y = np.empty((n_img, m_out, out_h, out_w), np.float32) if out is None else out.reshape(n_img, m_out, out_h, out_w)
     v = scratch("wino_v", (16, n_ch, tiles), np.float32)
     mx = scratch("wino_m", (16, m_out, tiles), np.float32)
     bias, relu, z = epilogue if epilogue else (_NO_BIAS, False, _NO_BIAS)
@@ -582,7 +582,7 @@ def core_bands(x, w, pads_begin, strides, dilations, group, out_shape, epilogue,
     bands = n_img * -(-out_h // rows)
     xc = np.ascontiguousarray(x)
     w2 = np.ascontiguousarray(w).reshape(m_out, depth)
-    y = parallel.empty((n_img, m_out, out_h * out_w), np.float32)
+    y = np.empty((n_img, m_out, out_h * out_w), np.float32)
     counter = np.zeros(1, np.int64)
     bias, relu, z = _take_epilogue(epilogue)
 
@@ -639,7 +639,7 @@ def _im2col_product(fill, x: np.ndarray, w: np.ndarray, group: int, out_shape, e
         else:
             y = matmul(w2, col.reshape(n_img, group, cg * kp, npix))
         return y.reshape((n_img, m_out) + tuple(out_shape))
-    y = parallel.empty((n_img, group, mg, npix) if group > 1 else (n_img, m_out, npix), dtype)
+    y = np.empty((n_img, group, mg, npix) if group > 1 else (n_img, m_out, npix), dtype)
     for start in range(0, n_img, chunk):
         stop = min(n_img, start + chunk)
         col = scratch("conv_col", (stop - start, n_ch * kp, npix), dtype)
@@ -883,7 +883,7 @@ def _prepared_job(job, y_shape, residual: bool, blas: bool):
         return None
 
     def run(x, z, out):
-        y = parallel.empty(y_shape, np.float32) if out is None else out
+        y = np.empty(y_shape, np.float32) if out is None else out
         if blas:
             _blas_enter(1)
         try:
@@ -921,7 +921,7 @@ def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col):
             cols = scratch("conv_col", (1, depth, npix), np.float32)
             if not im2col(x, cols):
                 return None
-        y = parallel.empty(y_shape, np.float32) if out is None else out
+        y = np.empty(y_shape, np.float32) if out is None else out
         _blas_enter(1)
         try:
             if (gemm(cols, y, z) if residual else gemm(cols, y)):
@@ -994,7 +994,7 @@ def _build_winograd(f: Facts, w, b, residual):
     y_shape = f.y_shape
 
     def run(x, z, out):
-        y = parallel.empty(y_shape, np.float32) if out is None else out
+        y = np.empty(y_shape, np.float32) if out is None else out
         xi, yi = x[0], y[0]
         v = scratch("wino_v", (16, n_ch, tiles), np.float32)
         mx = scratch("wino_m", (16, m_out, tiles), np.float32)
@@ -1293,7 +1293,7 @@ def concat_blocks(op, *inputs):
     segments = segment_dispatchers(op)
 
     def run(*inputs):
-        y = parallel.empty(shape, _F32)
+        y = np.empty(shape, _F32)
         c0 = 0
         for i, (seg, n) in enumerate(zip(segments, channels)):
             x, w, b, z = inputs[4 * i: 4 * i + 4]
@@ -1356,7 +1356,7 @@ def transpose_col2im_compiled(op, x, w, b=None):
 
     def scatter(col, g):
         n_img, m_out = col.shape[:2]
-        y = parallel.empty((n_img * m_out,) + tuple(g.out_shape), col.dtype)
+        y = np.empty((n_img * m_out,) + tuple(g.out_shape), col.dtype)
         native.kernels().col2im2d(col.reshape((n_img * m_out,) + tuple(g.kernel) + tuple(x.shape[2:])), y,
                                   *g.strides, *g.dilations, *g.pads_begin)
         return y.reshape((n_img, m_out) + tuple(g.out_shape))

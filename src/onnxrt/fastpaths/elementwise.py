@@ -35,7 +35,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .. import native, parallel
+from .. import native
 from ..dispatch import fast_path
 from . import _fastmath as fm
 from ..ops_cpu.family_activation import _gelu_plain, _mish_plain, _swish_plain
@@ -142,7 +142,7 @@ def relu_compiled(op: Any, x: np.ndarray) -> tuple | None:
     if k is None:
         return None
     x = np.ascontiguousarray(x)
-    y = parallel.empty(x.shape, _F32)
+    y = np.empty(x.shape, _F32)
     k.relu(x.reshape(-1), y.reshape(-1))
     return (y,)
 
@@ -177,7 +177,7 @@ def rows_op_compiled(op: Any, a: np.ndarray, b: np.ndarray) -> tuple | None:
         return None
     full, row = _row_operands(a, b)
     n = full.shape[-1]
-    y = parallel.empty(np.broadcast_shapes(a.shape, b.shape), _F32)
+    y = np.empty(np.broadcast_shapes(a.shape, b.shape), _F32)
     k.rows_op(full.reshape(-1, n), row.reshape(n), y.reshape(-1, n), _ROW_CODES[op.op_type], row is a)
     return (y,)
 
@@ -320,7 +320,7 @@ def chain_compiled(op: Any, *xs: np.ndarray) -> Callable[..., tuple] | None:
 
     def execute(*xs: np.ndarray) -> tuple:
         flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
-        y = parallel.empty(out_shape, _F32)
+        y = np.empty(out_shape, _F32)
         yf = y.reshape(-1)
         if n:
             native.split(n, lambda lo, hi: kernel(*flat, yf, lo, hi, inner, count), CHAIN_PART)

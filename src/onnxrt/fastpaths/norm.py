@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import native, parallel
+from .. import native
 from ..dispatch import fast_path
 from ..errors import KernelError
 from ..native.layout import AFFINE
@@ -40,7 +40,7 @@ def affine_compiled(x: np.ndarray, a: np.ndarray, b: np.ndarray, relu: bool) -> 
     n = x.shape[0]
     spatial_size = math.prod(x.shape[2:])
     x2 = np.ascontiguousarray(x).reshape(n * x.shape[1], spatial_size)
-    y2 = parallel.empty(x2.shape, np.float32)
+    y2 = np.empty(x2.shape, np.float32)
     at, bt = (a, b) if n == 1 else (np.tile(a, n), np.tile(b, n))
     at, bt = np.ascontiguousarray(at), np.ascontiguousarray(bt)
 
@@ -99,7 +99,7 @@ def layer_norm_compiled(x: np.ndarray, axis: int, epsilon: float, s_cols: np.nda
     x2 = np.ascontiguousarray(x).reshape(rows, cols)
     scale = np.ascontiguousarray(s_cols, dtype=_F32)
     bias = scale if b_cols is None else np.ascontiguousarray(b_cols, dtype=_F32)
-    y = parallel.empty((rows, cols), _F32)
+    y = np.empty((rows, cols), _F32)
     mean = np.empty(rows, _F32)
     inv = np.empty(rows, _F32)
 

@@ -89,7 +89,7 @@ def compiled_pool(x_shape: tuple[int, ...], mode: str, kernel_shape, *, strides=
         if job is None:
             job = jobs[threads] = native.TeamJob(layout.part, args, taps, max_parts=planes, part_size=POOL_TEAM_PART,
                                                  cold_total=2 * JIT_SPLIT_WORK)
-        y = parallel.empty(full, _F32)
+        y = np.empty(full, _F32)
         if not job(x, y):
             planes3 = x.reshape((planes,) + in_shape)
             y3 = y.reshape((planes,) + tuple(out_shape))

@@ -268,7 +268,7 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
         return None
     m, k = a.shape
     n = b.shape[1]
-    c = parallel.empty((m, n), np.float32) if out is None else out
+    c = np.empty((m, n), np.float32) if out is None else out
     bias, relu, z = epilogue if epilogue else (_EMPTY, False, _EMPTY)
     # the operand a part repacks in full is the smaller one: split the longer side
     by_rows = m > n
