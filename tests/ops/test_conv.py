@@ -1087,6 +1087,14 @@ def _compiled_matches_numpy_and_float64(fn, x, w, b, kw, rtol64=1e-4):
         ((1, 3), (3, 2), (1, 3), (0, 4, 0, 4), 1),
         ((3, 3), (1, 1), (1, 1), (0, 0, 0, 0), 2),
         ((7, 7), (4, 4), (1, 1), (3, 3, 3, 3), 1),  # kernel wider than some rows' reach
+        # the polyphase planes of strided and other than 3x3 kernels: both column parities of
+        # a stride of 2 (odd and even left pads), 5x5 and 7x7 row sums, a generic width
+        ((5, 5), (2, 2), (1, 1), (2, 1, 2, 2), 2),
+        ((5, 5), (2, 2), (1, 1), (2, 2, 1, 1), 1),
+        ((3, 3), (2, 2), (2, 2), (2, 3, 0, 1), 1),
+        ((7, 7), (1, 1), (1, 1), (3, 3, 3, 3), 1),
+        ((5, 3), (2, 1), (1, 2), (0, 1, 3, 2), 1),
+        ((4, 6), (3, 3), (1, 1), (1, 5, 2, 0), 2),
     ],
 )
 def test_compiled_depthwise_equals_the_numpy_path(kernel, strides, dilations, pads, n_img):

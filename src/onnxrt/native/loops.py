@@ -611,6 +611,114 @@ def _taps3x3_strided(acc, buf, out_h, out_w, pitch, sh, sw, dh, dw, wf, w0):
             acc[o + q] = _nine_taps(buf, base + _U(sw) * q, c1, c2, r1, r2, k)
 
 
+@njit(**_INLINE)
+def _phases_into(xf, base, height, width, buf, prow, ppitch, rows_p, pitch_p, sh, sw, pt, pl):
+    # the polyphase form of the zero-padded plane (rows_p x pitch_p): phase (a, b) holds its
+    # rows a, a + sh, ... and columns b, b + sw, ... as a (prow, ppitch) plane at
+    # buf[((a sw + b) prow) ppitch]; only the interior is written (the padding stays zero).
+    # What depends on the column alone is computed once, rows only advance counters
+    plane = prow * ppitch
+    if sw == 1:
+        n1 = min(width, ppitch - pl)
+    else:
+        # column phases of x's even and odd columns (sw == 2), or of x's columns w0, w0 + sw...
+        e_lim = min((width + 1) // 2, ppitch - pl // 2, (pitch_p - pl + 1) // 2)
+        o_lim = min(width // 2, ppitch - (pl + 1) // 2, (pitch_p - pl) // 2)
+        e_off = (pl % 2) * plane + pl // 2
+        o_off = ((pl + 1) % 2) * plane + (pl + 1) // 2
+        both = max(0, min(e_lim, o_lim))
+    r = pt
+    rp, rr = pt % sh, pt // sh
+    for h in range(height):
+        if r >= rows_p:
+            break
+        src = _U(base + h * width)
+        row = (rp * sw * prow + rr) * ppitch
+        if sw == 1:  # one column phase: a contiguous copy
+            dst = _U(row + pl)
+            for j in range(_U(n1)):
+                buf[dst + j] = xf[src + j]
+        elif sw == 2:  # both column phases from one pass over the row
+            de, do = _U(row + e_off), _U(row + o_off)
+            for j in range(_U(both)):
+                buf[de + j] = xf[src + _U(2) * j]
+                buf[do + j] = xf[src + _U(2) * j + _U(1)]
+            for j in range(both, e_lim):
+                buf[de + j] = xf[src + 2 * j]
+            for j in range(both, o_lim):
+                buf[do + j] = xf[src + 2 * j + 1]
+        else:
+            for cp in range(sw):
+                w0 = ((cp - pl) % sw + sw) % sw  # the first column of x in this column phase
+                c0 = (w0 + pl) // sw
+                n = min((width - w0 + sw - 1) // sw, ppitch - c0, (pitch_p - pl - w0 + sw - 1) // sw)
+                dst = _U(row + cp * plane + c0)
+                s0 = src + _U(w0)
+                for j in range(max(0, n)):
+                    buf[dst + j] = xf[s0 + _U(sw) * j]
+        r += 1
+        rp += 1
+        if rp == sh:
+            rp = 0
+            rr += 1
+
+
+@njit(**_INLINE)
+def _phase_taps(acc, buf, n, prow, ppitch, kh, kw, sh, sw, dh, dw, wf, w0):
+    """acc[q] = the correlation at flat output q (pitch ppitch) from the polyphase planes:
+    every tap of every stride is a unit-stride read of one phase, and each kernel row's
+    taps are summed in registers (kw of 3, 5 or 7) before one addition to acc, in row-major
+    tap order: one pass per kernel row instead of one strided pass per tap."""
+    for i in range(kh):
+        r_off = i * dh
+        rbase = ((r_off % sh) * sw * prow + r_off // sh) * ppitch
+        k0 = _U(w0 + i * kw)
+        if kw == 3 or kw == 5 or kw == 7:
+            b0 = _U(rbase + ((0 % sw) * prow) * ppitch + 0 // sw)
+            b1 = _U(rbase + (((dw) % sw) * prow) * ppitch + (dw) // sw)
+            b2 = _U(rbase + (((2 * dw) % sw) * prow) * ppitch + (2 * dw) // sw)
+            a0, a1, a2 = wf[k0], wf[k0 + 1], wf[k0 + 2]
+            if kw == 3:
+                if i == 0:
+                    for q in range(_U(n)):
+                        acc[q] = a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q]
+                else:
+                    for q in range(_U(n)):
+                        acc[q] += a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q]
+                continue
+            b3 = _U(rbase + (((3 * dw) % sw) * prow) * ppitch + (3 * dw) // sw)
+            b4 = _U(rbase + (((4 * dw) % sw) * prow) * ppitch + (4 * dw) // sw)
+            a3, a4 = wf[k0 + 3], wf[k0 + 4]
+            if kw == 5:
+                if i == 0:
+                    for q in range(_U(n)):
+                        acc[q] = a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q] + a3 * buf[b3 + q] + a4 * buf[b4 + q]
+                else:
+                    for q in range(_U(n)):
+                        acc[q] += a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q] + a3 * buf[b3 + q] + a4 * buf[b4 + q]
+                continue
+            b5 = _U(rbase + (((5 * dw) % sw) * prow) * ppitch + (5 * dw) // sw)
+            b6 = _U(rbase + (((6 * dw) % sw) * prow) * ppitch + (6 * dw) // sw)
+            a5, a6 = wf[k0 + 5], wf[k0 + 6]
+            if i == 0:
+                for q in range(_U(n)):
+                    acc[q] = (a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q] + a3 * buf[b3 + q] + a4 * buf[b4 + q]
+                              + a5 * buf[b5 + q] + a6 * buf[b6 + q])
+            else:
+                for q in range(_U(n)):
+                    acc[q] += (a0 * buf[b0 + q] + a1 * buf[b1 + q] + a2 * buf[b2 + q] + a3 * buf[b3 + q] + a4 * buf[b4 + q]
+                               + a5 * buf[b5 + q] + a6 * buf[b6 + q])
+        else:
+            if i == 0:
+                acc[:n] = _ZERO
+            for j in range(kw):
+                c_off = j * dw
+                b = _U(rbase + ((c_off % sw) * prow) * ppitch + c_off // sw)
+                a = wf[k0 + j]
+                for q in range(_U(n)):
+                    acc[q] += a * buf[b + q]
+
+
 @njit(**_OPTS)
 def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
     """y[p] = the correlation of plane x[p] with kernel w[(first + p) % C] (x: (planes, H, W),
@@ -623,6 +731,9 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
     out_h, out_w = y.shape[1], y.shape[2]
     n_ch, kh, kw = w.shape
     pitch, rows, runs, n, step_in, step_out = _geometry(out_h, out_w, kh, kw, sh, sw, dh, dw)
+    if not (kh == 3 and kw == 3 and sh == 1 and sw == 1):
+        _depthwise_phased(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z, pitch, rows)
+        return
     buf = np.zeros(rows * pitch, np.float32)
     acc = np.empty(out_h * pitch, np.float32)
     xf, yf, wf = x.reshape(-1), y.reshape(-1), w.reshape(-1)
@@ -641,6 +752,32 @@ def depthwise_conv2d(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z):
                     for run in range(runs):
                         _tap_add(acc, _U(run * step_out), buf, _U(run * step_in + i * dh * pitch + j * dw), sw, n, wv)
         _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, pitch)
+        if bias.size or z.size or relu:
+            _epilogue(yf, p * out_h * out_w, out_h * out_w, bias, c, relu, z)
+
+
+@njit(**_INLINE)
+def _depthwise_phased(x, w, y, first, sh, sw, dh, dw, pt, pl, bias, relu, z, pitch_p, rows_p):
+    # depthwise_conv2d for strided or other than 3x3 kernels: the padded plane split into its
+    # sh x sw polyphase planes makes every tap a unit-stride read (stride-2 layers read every
+    # other element per tap before: 2-5 GFMA/s), with one pass per kernel row (_phase_taps)
+    planes, height, width = x.shape
+    out_h, out_w = y.shape[1], y.shape[2]
+    n_ch, kh, kw = w.shape
+    ppitch = (pitch_p + sw - 1) // sw
+    prow = (rows_p + sh - 1) // sh + 1  # a spare row: the flat reads of the last row's tail
+    buf = np.zeros(sh * sw * prow * ppitch, np.float32)
+    n = out_h * ppitch
+    # n would do; allocated at the padded plane's row length as the direct path's is: with
+    # the smaller size glibc trimmed its heap between runs, and efficientnet's next large
+    # outputs faulted in again (1,900 page faults a run, 10% of its time)
+    acc = np.empty(out_h * pitch_p, np.float32)
+    xf, yf, wf = x.reshape(-1), y.reshape(-1), w.reshape(-1)
+    for p in range(planes):
+        c = (first + p) % n_ch
+        _phases_into(xf, p * height * width, height, width, buf, prow, ppitch, rows_p, pitch_p, sh, sw, pt, pl)
+        _phase_taps(acc, buf, n, prow, ppitch, kh, kw, sh, sw, dh, dw, wf, _U(c * kh * kw))
+        _plane_out(yf, p * out_h * out_w, acc, out_h, out_w, ppitch)
         if bias.size or z.size or relu:
             _epilogue(yf, p * out_h * out_w, out_h * out_w, bias, c, relu, z)
 
