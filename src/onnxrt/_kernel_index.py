@@ -246,4 +246,5 @@ MODULES: dict[tuple[str, str], tuple[str, ...]] = {
     ('onnxrt', 'FusedGemm'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedMatMul'): ('onnxrt.ops_cpu.op_fused',),
     ('onnxrt', 'FusedSum'): ('onnxrt.ops_cpu.op_fused',),
+    ('onnxrt', 'MatMulAdd'): ('onnxrt.ops_cpu.op_fused',),
 }

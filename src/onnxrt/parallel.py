@@ -558,13 +558,25 @@ def _few_rows_transposed(a: np.ndarray, w: np.ndarray, out: np.ndarray | None) -
     return c
 
 
-def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) -> np.ndarray:
+def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int,
+             bias: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` (+ ``bias``, one value per column, added in place: a linear layer's, see
+    :func:`matmul`), by :func:`_product_on`."""
+    y, added = _product_on(a, b, out, work, bias)
+    if bias is not None and not added:
+        np.add(y, bias, out=y)
+    return y
+
+
+def _product_on(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int,
+                bias: np.ndarray | None) -> tuple[np.ndarray, bool]:
     """One np.matmul/np.dot call with ``work`` multiply-adds per BLAS call: on BLAS's
     threads from BLAS_THREADS_FROM on (for its duration inside a run that holds BLAS at one
     thread, unless called from a pool loop), on one thread below, where OpenBLAS would wake
-    its threads for too little."""
+    its threads for too little. Returns the result and whether ``bias`` was added (by the
+    team's parts, each to its block while in cache)."""
     if work < BLAS_THREADED_WORK or KERNEL_THREADS < 2:
-        return _plain(a, b, out)
+        return _plain(a, b, out), False
     scope = _TLS.scope
     single = scope is not None and scope.root.blas == 1
     in_loop = _TLS.in_loop
@@ -581,10 +593,10 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
     few_rows = few_shape and scope.root.option == ProductPolicy.BLAS
     if work < BLAS_THREADS_FROM and not few_rows:
         if single or in_loop:
-            return _plain(a, b, out)
+            return _plain(a, b, out), False
         _blas_enter(1)
         try:
-            return _plain(a, b, out)
+            return _plain(a, b, out), False
         finally:
             _blas_exit(1)
     if single and not in_loop:
@@ -599,9 +611,9 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
                 # a product (OpenBLAS's default timeout, 2**28 cycles) on the core the team's
                 # next job needs: vgg19's (1, 25088) @ W.T on BLAS's threads made the
                 # convolutions of the next run 1.5x slower
-                return _few_rows_transposed(a, b.T, out)
-            if (c := _HOOKS.team_gemm(a, b, out)) is not None:
-                return c
+                return _few_rows_transposed(a, b.T, out), False
+            if (c := _HOOKS.team_gemm(a, b, out, col_bias=bias)) is not None:
+                return c, bias is not None
         if n > 1:
             cold = scope.cold()
             if cold is not None:
@@ -609,24 +621,40 @@ def _product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, work: int) ->
             gate_enter()  # BLAS's threads run: a fork waits for the product
             try:
                 scope.context.note_threads(_blas_boost(1, n))
-                return _plain(a, b, out)
+                return _plain(a, b, out), False
             finally:
                 _blas_boost(n, 1)
                 _gate_exit()
                 if cold is not None:
                     cold.__exit__()
-    return _plain(a, b, out)
+    return _plain(a, b, out), False
 
 
-def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, bias: np.ndarray | None = None) -> np.ndarray:
     """``np.matmul(a, b)``: large 2-D products on BLAS's own threads, medium ones on one
     thread; batched products of many small items (attention heads, grouped convolutions)
     split by items over the kernel pool, each item one single-threaded BLAS call (numpy
     releases the GIL).
 
     Same broadcasting and result as ``np.matmul``; ``out`` (optional, C-contiguous)
-    receives it.
+    receives it. ``bias`` (a 1-D array of b's column count, of the result's dtype) is
+    then added, rounded once as Add after MatMul rounds it: by the team's parts to their
+    blocks while in cache when the team runs the product, else in place after it.
     """
+    if bias is not None:
+        if a.ndim < 2 or b.ndim != 2 or a.shape[-1] == 0:
+            y = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+            np.add(y, bias, out=y)
+            return y
+        k, n = a.shape[-1], b.shape[-1]
+        a2 = a.reshape(-1, k)  # a copy only when A's rows are not evenly strided
+        if out is not None and not out.flags.c_contiguous:
+            np.matmul(a, b, out=out)
+            np.add(out, bias, out=out)
+            return out
+        o2 = None if out is None else out.reshape(-1, n)
+        y = _product(a2, b, o2, a2.shape[0] * k * n, bias)
+        return y.reshape(a.shape[:-1] + (n,)) if out is None else out
     if a.ndim < 2 or b.ndim < 2:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     rows, k, n = a.shape[-2], a.shape[-1], b.shape[-1]

@@ -35,7 +35,7 @@ SHAPE_FROM_SHAPES = frozenset({
     "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "Mean", "Min", "Mod", "Mul", "Neg",
     "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softmax",
     "Softplus", "Sqrt", "Sub", "Sum", "Tan", "Tanh", "Transpose", "Trilu", "Where", "Xor",
-    "FusedElementwise", "FusedGemm", "FusedMatMul", "FusedAdd", "FusedSum", "FusedConv",
+    "FusedElementwise", "FusedGemm", "FusedMatMul", "FusedAdd", "FusedSum", "FusedConv", "MatMulAdd",
 })
 SHAPE_FROM_VALUES = frozenset({
     "ConstantOfShape", "Expand", "Range", "Reshape", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",

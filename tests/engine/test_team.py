@@ -608,3 +608,35 @@ def test_a_stack_times_one_matrix_is_one_product(a_shape, b_shape, dtype):
     out = np.full(expected.shape, np.nan, dtype)
     assert parallel.matmul(a, b, out=out) is out
     np.testing.assert_array_equal(out, got)
+
+
+@pytest.mark.parametrize("m,n", [(64, 512), (512, 64)])
+def test_team_gemm_takes_a_transposed_b_and_a_column_bias(spy, m, n):
+    """team_gemm with B the transpose of a C-contiguous matrix (a Gemm's transB) passes it to
+    each part's sgemm as transposed: the same values as with B copied, split by rows (m > n)
+    or by columns, with the bias/Relu epilogue; a column bias (a linear layer's) is added to
+    each part's block, one rounding after the product."""
+    fm.sigmoid(_large(6))  # the team exists
+    rng = np.random.default_rng(11)
+    k = 256
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal(m).astype(np.float32)
+    cbias = rng.standard_normal(n).astype(np.float32)
+    expected = a.astype(np.float64) @ w.T.astype(np.float64)
+    tol = 4 * k * np.finfo(np.float32).eps * np.abs(expected).max()
+    with parallel.RunScope(None, eager=True, owner=_Session(parallel.HOT_RUN_JOBS)):
+        got = _jit.team_gemm(a, w.T, None)
+        copied = _jit.team_gemm(a, np.ascontiguousarray(w.T), None)
+        relu = _jit.team_gemm(a, w.T, None, epilogue=[bias, True, np.empty(0, np.float32)])
+        linear = _jit.team_gemm(a, w.T, None, col_bias=cbias)
+        refused = _jit.team_gemm(a, w.T, None, col_bias=cbias[:-1])  # not one per column: not the team's
+    if got is None:
+        pytest.skip("the team did not take the product (one thread or no team here)")
+    assert [name for name, _ in spy][-4:] == ["gemm_part"] * 4 and refused is None
+    for c in (got, copied, linear):
+        assert c.dtype == np.float32 and c.shape == (m, n)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+    np.testing.assert_allclose(copied, expected, rtol=0, atol=tol)
+    np.testing.assert_allclose(relu, np.maximum(expected + bias[:, None], 0), rtol=0, atol=tol)
+    np.testing.assert_array_equal(linear, got + cbias)  # the product's bits, then one rounding of the addition

@@ -224,7 +224,86 @@ def test_matmul_with_unknown_rank_is_not_turned_into_gemm():
         [("w", rng.standard_normal((4, 2)).astype(np.float32)), ("b", rng.standard_normal(2).astype(np.float32))],
     )
     s = _check_equal(model, {"x": rng.standard_normal((3, 5, 4)).astype(np.float32)})
-    assert _ops(s[L.ORT_ENABLE_ALL]) == ["MatMul", "Add"]
+    # not a Gemm (rank 2 only): onnxrt's MatMulAdd, a product and its column bias, takes any rank
+    assert _ops(s[L.ORT_ENABLE_ALL]) == ["MatMulAdd"]
+    for x in (rng.standard_normal(4), rng.standard_normal((2, 3, 5, 4))):
+        x = x.astype(np.float32)
+        got = s[L.ORT_ENABLE_ALL].run(None, {"x": x})[0]
+        ref = s[L.ORT_DISABLE_ALL].run(None, {"x": x})[0]
+        assert got.dtype == np.float32 and got.shape == ref.shape == x.shape[:-1] + (2,)
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [[2, 64, 48], [1, 7, 7, 48], [64, 48]])
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_linear_layer_on_a_stack_of_rows_into_matmul_add(shape, bias_first):
+    """MatMul(A, constant B) + constant C of B's column count: MatMulAdd for A of rank 3 and
+    more (rank 2 becomes Gemm), the same values as the unfused graph, for float32 (fast path)
+    and float64 (reference)."""
+    rng = np.random.default_rng(21)
+    for dt, tp in ((np.float32, F), (np.float64, TensorProto.DOUBLE)):
+        w = (rng.standard_normal((48, 96)) / 8).astype(dt)
+        b = rng.standard_normal(96).astype(dt)
+        add = helper.make_node("Add", ["b", "m"] if bias_first else ["m", "b"], ["z"])
+        model = _model([helper.make_node("MatMul", ["x", "w"], ["m"]), add, helper.make_node("Tanh", ["z"], ["y"])],
+                       [("x", tp, shape)], [("y", tp, None)], [("w", w), ("b", b)])
+        x = rng.standard_normal(shape).astype(dt)
+        s = _check_equal(model, {"x": x}, rtol=1e-5, atol=1e-6)
+        ops = _ops(s[L.ORT_ENABLE_ALL])
+        assert ops[0] in (("Gemm", "FusedGemm") if len(shape) == 2 else ("MatMulAdd",)), ops
+        for _ in range(3):  # the compiled paths from the session's second run
+            (y,) = s[L.ORT_ENABLE_ALL].run(None, {"x": x})
+        expected = np.tanh(x.astype(np.float64) @ w.astype(np.float64) + b)
+        assert y.dtype == dt and y.shape == tuple(shape[:-1]) + (96,)
+        np.testing.assert_allclose(y, expected, rtol=0, atol=48 * 4 * np.finfo(dt).eps * 8)
+
+
+def test_matmul_add_is_left_when_its_rules_differ():
+    """Not fused: the product read elsewhere, a 2-D or non-constant C, a non-constant B, C of
+    another type than A (Add would refuse it: the unfused graph's error stays)."""
+    rng = np.random.default_rng(22)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    shape = [2, 3, 8]
+    cases = [
+        ([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"]),
+          helper.make_node("Relu", ["m"], ["r"])], [("b", rng.standard_normal(4).astype(np.float32))], ["y", "r"]),
+        ([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b2"], ["y"])],
+         [("b2", rng.standard_normal((3, 4)).astype(np.float32))], ["y"]),
+        ([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "x2"], ["y"])], [], ["y"]),
+    ]
+    for nodes, inits, outs in cases:
+        inputs = [("x", F, shape)] + ([("x2", F, [4])] if any("x2" in n.input for n in nodes) else [])
+        model = _model(nodes, inputs, [(o, F, None) for o in outs], [("w", w)] + inits)
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        if len(inputs) > 1:
+            feeds["x2"] = rng.standard_normal(4).astype(np.float32)
+        s = _check_equal(model, feeds)
+        assert "MatMulAdd" not in _ops(s[L.ORT_ENABLE_ALL])
+    # B fed at run time
+    model = _model([helper.make_node("MatMul", ["x", "wf"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])],
+                   [("x", F, shape), ("wf", F, [8, 4])], [("y", F, None)], [("b", rng.standard_normal(4).astype(np.float32))])
+    s = _check_equal(model, {"x": rng.standard_normal(shape).astype(np.float32), "wf": w})
+    assert "MatMulAdd" not in _ops(s[L.ORT_ENABLE_ALL])
+    # C of another type: Add's type rule refuses it, fused or not
+    model = _model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])],
+                   [("x", F, shape)], [("y", F, None)], [("w", w), ("b", rng.standard_normal(4))])
+    with pytest.raises(onnxrt.OnnxRuntimeError):
+        onnxrt.InferenceSession(model).run(None, {"x": rng.standard_normal(shape).astype(np.float32)})
+
+
+def test_matmul_add_kernel_refuses_a_bias_of_another_shape():
+    from onnx import helper as h
+
+    node = h.make_node("MatMulAdd", ["a", "b", "c"], ["y"], domain="onnxrt", since_version=13)
+    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, F, None) for n in "abc"], [h.make_tensor_value_info("y", F, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("onnxrt", 1)])
+    sess = onnxrt.InferenceSession(m)
+    a = np.ones((2, 3, 4), np.float32)
+    b = np.ones((4, 5), np.float32)
+    (y,) = sess.run(None, {"a": a, "b": b, "c": np.arange(5, dtype=np.float32)})
+    np.testing.assert_array_equal(y, np.broadcast_to(4 + np.arange(5, dtype=np.float32), (2, 3, 5)))
+    with pytest.raises(onnxrt.OnnxRuntimeError, match="C must be a vector of B's 5 columns"):
+        sess.run(None, {"a": a, "b": b, "c": np.ones((1, 5), np.float32)})
 
 
 @pytest.mark.parametrize("act, atts, extra", [("Relu", {}, []), ("LeakyRelu", {"alpha": 0.2}, []), ("Clip", {}, ["lo", "hi"]), ("HardSigmoid", {}, [])])

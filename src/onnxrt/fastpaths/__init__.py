@@ -16,6 +16,7 @@ MODULES: dict[tuple[str, str], str] = {
     ("", "Attention"): "attention",
     ("", "Gemm"): "gemm",
     ("onnxrt", "FusedGemm"): "gemm",
+    ("onnxrt", "MatMulAdd"): "gemm",
     ("onnxrt", "DenseChain"): "gemm",
     ("onnxrt", "FusedElementwise"): "elementwise",
     ("", "NonMaxSuppression"): "nms",

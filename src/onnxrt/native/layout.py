@@ -210,7 +210,7 @@ GEMM = Layout("gemm_part", [
     _f("c", "f32", lambda v: (v["m"] - 1) * v["ldc"] + v["n"], contiguous=False),
     _f("m"), _f("k"), _f("n"), _f("lda"), _f("ldb"), _f("ldc"), _f("sgemm", "fn"), _f("by_rows", "bool"),
     _f("bias", "f32", _n("bias_size")), _f("bias_size"), _f("z", "f32", _n("z_size")), _f("z_size"), _f("relu", "bool"),
-    _f("trans_b", "bool")])
+    _f("trans_b", "bool"), _f("cbias", "f32", _n("cbias_size")), _f("cbias_size")])
 BANDS = Layout("bands_part", [
     _f("x", "f32", _n("images", "channels", "height", "width")),
     _f("w2", "f32", lambda v: v["m"] * v["channels"] * v["kh"] * v["kw"]),

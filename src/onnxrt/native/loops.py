@@ -2167,8 +2167,10 @@ def gemm_part(args, part):
     shared evenly, then _epilogue's bias (one per row), residual (C's layout) and Relu on
     the block while it is in cache. args = (a address, b address, c address, m, k, n, lda,
     ldb, ldc, sgemm address, by_rows, bias address, bias size, z address, z size, relu,
-    trans_b, parts); with trans_b, B is the transpose of an (n, k) matrix of row stride ldb
-    (a Gemm's transB, a linear layer's weights as exported)."""
+    trans_b, column bias address, column bias size, parts); with trans_b, B is the
+    transpose of an (n, k) matrix of row stride ldb (a Gemm's transB, a linear layer's
+    weights as exported). A column bias (n values: a linear layer's) is added to the block
+    after the product, one rounding as Add's."""
     a = carray(_i64_at(args), len(_AT_GEMM))
     m, kk, n, lda, ldb, ldc, by_rows, parts = a[_AT_GEMM.m], a[_AT_GEMM.k], a[_AT_GEMM.n], a[_AT_GEMM.lda], a[_AT_GEMM.ldb], a[_AT_GEMM.ldc], a[_AT_GEMM.by_rows], a[_AT_GEMM.parts]
     size = m if by_rows else n
@@ -2184,18 +2186,29 @@ def gemm_part(args, part):
     bias = carray(_f32_at(a[_AT_GEMM.bias]), a[_AT_GEMM.bias_size])
     z = carray(_f32_at(a[_AT_GEMM.z]), a[_AT_GEMM.z_size])
     relu = a[_AT_GEMM.relu] != 0
+    cbias = carray(_f32_at(a[_AT_GEMM.cbias]), a[_AT_GEMM.cbias_size])
     post = bias.size or z.size or relu
     if by_rows:
         _sgemm(a[_AT_GEMM.sgemm], tb, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
         if post:
             for r in range(i0, i1):
                 _epilogue(cv, r * ldc, n, bias, r, relu, z)
+        if cbias.size:
+            for r in range(i0, i1):
+                o = _U(r * ldc)
+                for t in range(_U(n)):
+                    cv[o + t] += cbias[t]
     else:
         # columns i0.. of op(B): B's columns, or the stored transpose's rows
         _sgemm(a[_AT_GEMM.sgemm], tb, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0 * ldb if tb else i0, ldb, cv, i0, ldc)
         if post:
             for r in range(m):
                 _epilogue(cv, r * ldc + i0, i1 - i0, bias, r, relu, z)
+        if cbias.size:
+            for r in range(m):
+                o = _U(r * ldc + i0)
+                for t in range(_U(i1 - i0)):
+                    cv[o + t] += cbias[i0 + t]
 
 
 def bands_part(args, part):

@@ -109,6 +109,39 @@ class FusedMatMul(_Fused):
     base_op = "MatMul"
 
 
+@register("MatMulAdd", versions=(1,), domain=FUSED_DOMAIN)
+class MatMulAdd(OpRun):
+    """MatMul(A, B) + C, C one value per column of B: a linear layer on a stack of rows
+    (B, S, K) or (N, H, W, K), as exporters write it (onnxrt.optim.gemm.fuse_matmul_bias;
+    rank-2 products become Gemm instead). Reference: ai.onnx MatMul's kernel, then C added
+    in place on its fresh result, the one rounding Add makes. The fast path
+    (onnxrt.fastpaths.gemm) adds C inside the team's product blocks while they are in
+    cache, saving a pass over the result and a tensor. ``since_version``: MatMul's opset."""
+
+    attribute_defaults = {"since_version": 13}
+
+    def __init__(self, onnx_node, desc=None, **options):
+        super().__init__(onnx_node, desc, **options)
+        inner = NodeProto()
+        inner.CopyFrom(onnx_node)
+        inner.op_type, inner.domain = "MatMul", ""
+        del inner.input[2:]
+        del inner.attribute[:]
+        cls, since = lookup("MatMul", "", int(self.atts_value["since_version"]))  # type: ignore[misc]
+        self._inner = cls(inner, None, since_version=since, opsets=options.get("opsets"),
+                          session_options=options.get("session_options"))
+
+    def _run(self, a, b, c, attributes=None, verbose=0, fLOG=None):
+        if c.ndim != 1 or b.ndim != 2 or c.shape[0] != b.shape[1] or c.dtype != a.dtype:
+            raise KernelError(f"{self.node_label()}: C must be a vector of B's {b.shape[-1]} columns of A's type "
+                              f"{a.dtype}, got {c.dtype}{list(c.shape)}.")
+        (y,) = self._inner._run(a, b)[:1]
+        if not y.flags.writeable or np.may_share_memory(y, a) or np.may_share_memory(y, b):
+            y = y.copy()
+        np.add(y, c, out=y)
+        return (y,)
+
+
 @register("FusedBatchNormalization", versions=(1,), domain=FUSED_DOMAIN)
 class FusedBatchNormalization(_Fused):
     """BatchNormalization (inference) + activation; with Relu, one pass computes both."""

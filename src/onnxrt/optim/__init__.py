@@ -30,7 +30,7 @@ from .dense_chain import fuse_dense_chain
 from .elimination import remove_dead_nodes, remove_identities
 from .fuse_activation import fuse_activations
 from .fuse_elementwise import fuse_elementwise
-from .gemm import fuse_matmul_add
+from .gemm import fuse_matmul_add, fuse_matmul_bias
 from .graph import Graph, Node
 from .transpose_fold import fold_transpose
 
@@ -47,6 +47,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fold_bn_affine", fold_bn_affine),
     (EXTENDED, "fold_transpose", fold_transpose),
     (EXTENDED, "fuse_matmul_add", fuse_matmul_add),
+    (EXTENDED, "fuse_matmul_bias", fuse_matmul_bias),
     (EXTENDED, "fuse_activations", fuse_activations),
     (EXTENDED, "fuse_dense_chain", fuse_dense_chain),
     (EXTENDED, "fuse_conv_residual", fuse_conv_residual),

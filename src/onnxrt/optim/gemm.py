@@ -1,4 +1,4 @@
-"""MatMul + Add into Gemm (a 2-D product plus a bias), and a bias-less Gemm + Add likewise."""
+"""MatMul + Add into Gemm (a 2-D product plus a bias), a bias-less Gemm + Add likewise, and a stack of rows times a matrix plus a column bias into onnxrt's MatMulAdd."""
 
 from __future__ import annotations
 
@@ -52,6 +52,48 @@ def fuse_matmul_add(g: Graph) -> bool:
         mm.outputs = [add.outputs[0]]
         if mm.opset < 11:
             mm.opsets = {**mm.opsets, "": 11}
+        remove.append(add)
+        changed = True
+    for n in remove:
+        g.nodes.remove(n)
+    return changed
+
+
+def fuse_matmul_bias(g: Graph) -> bool:
+    """``Add(MatMul(A, B), C)`` with B a constant matrix, C a constant vector of B's column
+    count and A's element type, and the product read by the Add alone, becomes onnxrt's
+    ``MatMulAdd(A, B, C)``: a linear layer on (B, S, K) or (N, H, W, K) rows, which
+    :func:`fuse_matmul_add` leaves (Gemm takes rank 2 only). Same values: the product,
+    then one rounding of the addition."""
+    from ..ops_cpu.op_fused import FUSED_DOMAIN
+
+    changed = False
+    consumers = g.consumers()
+    remove = []
+    for mm in g.nodes:
+        if mm.domain != "" or mm.op_type != "MatMul" or len(mm.inputs) != 2:
+            continue
+        b = g.const(mm.inputs[1])
+        if b is None or b.ndim != 2 or b.dtype.kind != "f":
+            continue
+        readers = consumers.get(mm.outputs[0], [])
+        if len(readers) != 1 or mm.outputs[0] in g.outputs:
+            continue
+        add = readers[0]
+        if add.op_type != "Add" or add.domain != "" or add.opset < 7 or mm.outputs[0] in add.implicit:
+            continue
+        other = add.inputs[1] if add.inputs[0] == mm.outputs[0] else add.inputs[0]
+        c = g.const(other)
+        a_dtype = g.info.get(mm.inputs[0], (None, None))[0]
+        if c is None or c.ndim != 1 or c.shape[0] != b.shape[1] or c.dtype != b.dtype or a_dtype is None or c.dtype != a_dtype:
+            continue
+        since = mm.opset
+        mm.op_type, mm.domain = "MatMulAdd", FUSED_DOMAIN
+        mm.opsets = {**mm.opsets, FUSED_DOMAIN: 1}
+        mm.attrs = {}
+        mm.set_attr("since_version", since)
+        mm.inputs = [mm.inputs[0], mm.inputs[1], other]
+        mm.outputs = [add.outputs[0]]
         remove.append(add)
         changed = True
     for n in remove:
