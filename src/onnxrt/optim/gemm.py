@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .graph import Graph, Node
 
 
@@ -17,6 +19,21 @@ def _product_dims(g: Graph, node: Node) -> tuple[int | None, int | None] | None:
     return sa[0], sb[1]
 
 
+def _bias_add(g: Graph, consumers: dict[str, list[Node]], mm: Node) -> tuple[Node, str, Any, Any] | None:
+    """(the Add, its other input's name, that input's constant value or None, A's static
+    element type or None) when the
+    product's only reader is an Add (opset 7 and up: broadcasting) and the product is not a
+    graph output; else None."""
+    readers = consumers.get(mm.outputs[0], [])
+    if len(readers) != 1 or mm.outputs[0] in g.outputs:
+        return None
+    add = readers[0]
+    if add.op_type != "Add" or add.domain != "" or add.opset < 7 or mm.outputs[0] in add.implicit:
+        return None
+    other = add.inputs[1] if add.inputs[0] == mm.outputs[0] else add.inputs[0]
+    return add, other, g.const(other), g.info.get(mm.inputs[0], (None, None))[0]
+
+
 def fuse_matmul_add(g: Graph) -> bool:
     """``Add(MatMul(A, B), C)`` with A and B of rank 2 (statically known) and C a constant
     that broadcasts to the product's [M, N] without growing it becomes ``Gemm(A, B, C)``."""
@@ -29,15 +46,9 @@ def fuse_matmul_add(g: Graph) -> bool:
         dims = _product_dims(g, mm)
         if dims is None:
             continue
-        readers = consumers.get(mm.outputs[0], [])
-        if len(readers) != 1 or mm.outputs[0] in g.outputs:
+        if (found := _bias_add(g, consumers, mm)) is None:
             continue
-        add = readers[0]
-        if add.op_type != "Add" or add.domain != "" or add.opset < 7 or mm.outputs[0] in add.implicit:
-            continue
-        other = add.inputs[1] if add.inputs[0] == mm.outputs[0] else add.inputs[0]
-        c = g.const(other)
-        a_dtype = g.info.get(mm.inputs[0], (None, None))[0]
+        add, other, c, a_dtype = found
         if c is None or c.ndim > 2 or (a_dtype is not None and c.dtype != a_dtype):
             continue
         full = (1,) * (2 - c.ndim) + c.shape
@@ -76,15 +87,9 @@ def fuse_matmul_bias(g: Graph) -> bool:
         b = g.const(mm.inputs[1])
         if b is None or b.ndim != 2 or b.dtype.kind != "f":
             continue
-        readers = consumers.get(mm.outputs[0], [])
-        if len(readers) != 1 or mm.outputs[0] in g.outputs:
+        if (found := _bias_add(g, consumers, mm)) is None:
             continue
-        add = readers[0]
-        if add.op_type != "Add" or add.domain != "" or add.opset < 7 or mm.outputs[0] in add.implicit:
-            continue
-        other = add.inputs[1] if add.inputs[0] == mm.outputs[0] else add.inputs[0]
-        c = g.const(other)
-        a_dtype = g.info.get(mm.inputs[0], (None, None))[0]
+        add, other, c, a_dtype = found
         if c is None or c.ndim != 1 or c.shape[0] != b.shape[1] or c.dtype != b.dtype or a_dtype is None or c.dtype != a_dtype:
             continue
         since = mm.opset
