@@ -107,9 +107,9 @@ class ExecutionContext:
     context: they are freed with the session.
     """
 
-    __slots__ = ("threads", "peak_threads", "products", "_local", "__weakref__")
+    __slots__ = ("threads", "peak_threads", "products", "arena", "_local", "__weakref__")
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, arena: bool = True) -> None:
         if threads is not None:
             threads = int(threads)
             if threads <= 0:
@@ -121,6 +121,9 @@ class ExecutionContext:
         self.peak_threads: int = 0
         #: how the runs' large matrix products use the cores (onnxrt.parallel.ProductPolicy)
         self.products = ProductPolicy()
+        #: whether large runs allocate from the run arena (onnxrt.native.arena;
+        #: ``SessionOptions.enable_cpu_mem_arena``)
+        self.arena = bool(arena)
         self._local = threading.local()
 
     @classmethod
@@ -129,7 +132,8 @@ class ExecutionContext:
         from ._memory import tune_from_environment
 
         tune_from_environment()  # ONNXRT_MALLOPT=1: the allocator tuning the user asked for
-        return cls(int(getattr(options, "intra_op_num_threads", 0) or 0) or None)
+        return cls(int(getattr(options, "intra_op_num_threads", 0) or 0) or None,
+                   bool(getattr(options, "enable_cpu_mem_arena", True)))
 
     def note_threads(self, n: int) -> None:
         """A kernel of this session's runs used ``n`` threads (keeps the maximum)."""

@@ -185,9 +185,11 @@ class SessionOptions(_Options):
       (never onnxruntime's ORT format) and holds onnxrt's fused operators (domain ``onnxrt``).
     * Thread counts must be >= 0 (0: onnxrt chooses). ``inter_op_num_threads``,
       ``execution_mode``, ``execution_order``, the memory
-      arena and pattern flags, ``use_deterministic_compute`` and ``use_per_session_threads``
+      pattern and reuse flags, ``use_deterministic_compute`` and ``use_per_session_threads``
       are kept for compatibility and change nothing: onnxrt runs nodes in graph order on numpy
       arrays and is deterministic.
+    * ``enable_cpu_mem_arena`` (True): the runs of a large model allocate from onnxrt's run
+      arena (numpy's allocator for the run's thread; docs/threads.md); False keeps numpy's.
     * ``register_custom_ops_library`` raises :class:`~onnxrt.NotApplicableError`: native
       libraries cannot be loaded; register Python kernels with :func:`onnxrt.register`.
     """

@@ -261,7 +261,7 @@ class _NativeHooks:
     """What the compiled layer gives this module once it loads (register_native_hooks):
     code, not state; the team's own state is onnxrt.native.team's."""
 
-    __slots__ = ("team_gemm", "heat")
+    __slots__ = ("team_gemm", "heat", "arena")
 
     def __init__(self) -> None:
         #: ``team_gemm(a, b, out)`` of onnxrt.native: a product inside a large run split by
@@ -270,19 +270,24 @@ class _NativeHooks:
         #: ``heat(+1 / -1)`` of the team of compiled workers (onnxrt.native.team): large runs
         #: keep its workers awake (True: done, undo it with -1)
         self.heat: Callable[[int], bool] | None = None
+        #: onnxrt.native.arena's ``Scope`` class: numpy's allocations inside a large run come
+        #: from the arena (large blocks kept for the next run instead of faulted in again)
+        self.arena: Callable[[], Any] | None = None
 
 
 _HOOKS = _NativeHooks()
 
 
 def register_native_hooks(team_gemm: Callable[..., np.ndarray | None] | None = None,
-                          heat: Callable[[int], bool] | None = None) -> None:
+                          heat: Callable[[int], bool] | None = None, arena: Callable[[], Any] | None = None) -> None:
     """Called by onnxrt.native (``team_gemm``) and onnxrt.native.team (``heat``) when they
     load: the run scope and :func:`matmul` then use them (None leaves a hook as it is)."""
     if team_gemm is not None:
         _HOOKS.team_gemm = team_gemm
     if heat is not None:
         _HOOKS.heat = heat
+    if arena is not None:
+        _HOOKS.arena = arena
 
 
 class _Cold:
@@ -417,8 +422,8 @@ class RunScope:
     (a bare cap, for tests and callers outside a session) makes a context for the scope.
     A run that leaves BLAS multi-threaded is a section fork waits for (see ``_before_fork``)."""
 
-    __slots__ = ("blas", "context", "eager", "gated", "heated", "jobs", "outer", "owner", "previous", "root", "threads",
-                 "uses_blas", "option", "measured", "started", "work")
+    __slots__ = ("arena", "blas", "context", "eager", "gated", "heated", "jobs", "outer", "owner", "previous", "root",
+                 "threads", "uses_blas", "option", "measured", "started", "work")
 
     def __init__(self, context: ExecutionContext | int | None, eager: bool = False, owner: Any = None,
                  uses_blas: bool = True):
@@ -437,6 +442,7 @@ class RunScope:
         self.blas = 0
         self.heated = False
         self.gated = False
+        self.arena: Any = None
         self.outer: RunScope | None = None
         self.root: RunScope = self
         #: the run's ProductPolicy option, whether it is measured, its start, its product work
@@ -475,6 +481,9 @@ class RunScope:
             if (self.eager and self.owner is not None and _HOOKS.heat is not None
                     and getattr(self.owner, "team_jobs", 0) >= HOT_RUN_JOBS and (threads is None or threads > 1)):
                 self.heated = _HOOKS.heat(1)
+            if self.eager and _HOOKS.arena is not None and context.arena:
+                self.arena = _HOOKS.arena(self.owner)
+                self.arena.__enter__()
         else:
             self.root = outer.root
         return self
@@ -501,6 +510,9 @@ class RunScope:
             if self.blas:
                 n, self.blas = self.blas, 0
                 _blas_exit(n)
+            if self.arena is not None:
+                arena, self.arena = self.arena, None
+                arena.__exit__(None, None, None)
 
 
 #: rows up to which a product is memory-bound on B (each of B's elements read by every row)

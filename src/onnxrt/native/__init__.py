@@ -66,7 +66,24 @@ def kernels(module: str = CORE) -> ModuleType | None:
                 LOAD_ERROR = f"numba kernels failed to load: {type(exc).__name__}: {exc}"
                 warnings.warn(f"onnxrt: {LOAD_ERROR}; using the numpy kernels.", RuntimeWarning, stacklevel=2)
             _LOADED[module] = loaded
+            if module == CORE and loaded is not None:
+                _load_arena()
     return _LOADED[module]
+
+
+def _load_arena() -> None:
+    # the run arena (native.arena) comes with the compiled kernels: large runs then allocate
+    # from it; without it they use numpy's own allocator, as before
+    global ARENA_ERROR
+    try:
+        importlib.import_module(ARENA)
+    except Exception as exc:  # a platform without the C library's symbols or numpy's handler API
+        ARENA_ERROR = f"{type(exc).__name__}: {exc}"
+
+
+#: the run arena's module (loaded with the compiled kernels) and why it failed to load, if it did
+ARENA = "onnxrt.native.arena"
+ARENA_ERROR: str | None = None
 
 
 def compiled_loaded() -> bool:
