@@ -48,6 +48,7 @@ def _bound(x, w, b, depth_factor: float = 1.0, **atts) -> float:
 #: path -> (x shape, w shape, attributes, dtype, with a bias): inputs that make it apply
 _CONV_CASES = {
     "prepared 1x1": ((1, 128, 28, 28), (64, 128, 1, 1), {}, np.float32, True),
+    "prepared small 1x1": ((1, 144, 1, 1), (6, 144, 1, 1), {}, np.float32, True),
     "prepared grouped 1x1": ((1, 128, 28, 28), (128, 32, 1, 1), {"group": 4}, np.float32, True),
     "prepared depthwise": ((1, 96, 28, 28), (96, 1, 3, 3), {"group": 96, "pads": [1] * 4}, np.float32, True),
     "prepared winograd": ((1, 64, 28, 28), (48, 64, 3, 3), {"pads": [1] * 4}, np.float32, True),
@@ -99,6 +100,28 @@ def test_fused_conv_takes_the_same_table(path, xs, ws, atts):
     fast, _ = check_path(_conv_model(xs, w, b, relu=True, **atts), {"x": x}, "FusedConv", path,
                          atol=_bound(x, w, b, factor, **atts))
     assert (fast[0] >= 0).all() and (fast[0] == 0).any()
+
+
+@pytest.mark.parametrize("act, attrs", [("Sigmoid", {}), ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}), ("Relu", {}),
+                                         ("LeakyRelu", {"alpha": 0.1})])
+@pytest.mark.parametrize("xs, ws", [((1, 48, 1, 1), (1152, 48, 1, 1)), ((1, 96, 3, 3), (24, 96, 1, 1))])
+def test_a_squeeze_excitation_conv_takes_the_small_prepared_entry_with_its_activation(act, attrs, xs, ws):
+    """A 1x1 below the team's size (a squeeze-excitation's gate on one pixel) with any fused
+    activation: one product, then the bias and the activation, as the frame applies them."""
+    if fp.native.kernels() is None:
+        pytest.skip("no compiled kernels")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    model = _conv_model(xs, w, b)
+    model.graph.node[0].output[0] = "c"
+    model.graph.node.append(helper.make_node(act, ["c"], ["y"], **attrs))
+    fast, _ = check_path(model, {"x": x}, "FusedConv", "prepared small 1x1", atol=_bound(x, w, b))
+    want = conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64))
+    assert fast[0].shape == want.shape and fast[0].dtype == np.float32
+    if act == "Sigmoid":
+        np.testing.assert_allclose(fast[0], 1 / (1 + np.exp(-want)), rtol=1e-5, atol=_bound(x, w, b))
 
 
 def _fire_model(n: int):
@@ -162,8 +185,8 @@ def test_the_table_is_one_ordered_list_shared_by_conv_and_fused_conv():
     names = [p.name for p in dispatch.paths_for("Conv")]
     assert names == [p.name for p in dispatch.paths_for("FusedConv", "onnxrt")]
     assert [p.fn for p in dispatch.paths_for("Conv")] == [p.fn for p in dispatch.paths_for("FusedConv", "onnxrt")]
-    assert names[:5] == ["prepared 1x1", "prepared grouped 1x1", "prepared depthwise", "prepared winograd",
-                         "prepared im2col"]
+    assert names[:6] == ["prepared 1x1", "prepared small 1x1", "prepared grouped 1x1", "prepared depthwise",
+                         "prepared winograd", "prepared im2col"]
     assert all(p.prepared == p.name.startswith("prepared") for p in dispatch.paths_for("Conv"))
     assert names[-1] == "im2col" and not dispatch.paths_for("Conv")[-1].native
     assert set(names) == set(_CONV_CASES)

@@ -14,6 +14,7 @@ model constants):
 path                           native  applies to
 =============================  ======  =========================================================
 prepared 1x1                   yes     one float32 image, 1x1 unit stride, group 1, W constant
+prepared small 1x1             yes     the same below the team's size, any fused activation
 prepared grouped 1x1           yes     the same with groups (a folded channel shuffle too)
 prepared depthwise             yes     one float32 image, 2-D depthwise (one output per channel)
 prepared winograd              yes     one float32 image, 3x3 unit stride where Winograd pays
@@ -804,11 +805,11 @@ def _writable_block(out: np.ndarray, y_shape: tuple) -> bool:
     return out.shape == y_shape and out.dtype == _F32 and out.flags.c_contiguous
 
 
-def _prepared_applies(op, x, w, b=None, z=None, out=None) -> Facts | None:
+def _prepared_applies(op, x, w, b=None, z=None, out=None, any_activation: bool = False) -> Facts | None:
     """The facts of a call a prepared executor may take: one C-contiguous float32 image of
     rank 4, W (and B) model constants, no activation but Relu (with a bias or residual to
-    apply it with), a residual of the output's shape and type, a writable block ``out``,
-    compiled kernels and BLAS by address."""
+    apply it with; ``any_activation``: any fused one), a residual of the output's shape and
+    type, a writable block ``out``, compiled kernels and BLAS by address."""
     f = facts(op, x, w, b)
     if f is None or not f.f32 or x.ndim != 4 or f.n_img != 1 or f.empty or 0 in x.shape:
         return None
@@ -821,7 +822,7 @@ def _prepared_applies(op, x, w, b=None, z=None, out=None) -> Facts | None:
         return None
     if out is not None and (type(out) is not np.ndarray or not _writable_block(out, f.y_shape)):
         return None
-    if f.act not in (None, "Relu") or (f.act == "Relu" and b is None and z is None):
+    if not any_activation and (f.act not in (None, "Relu") or (f.act == "Relu" and b is None and z is None)):
         return None  # (a Relu alone: the frame applies it by itself)
     if f.shuffle is not None and not (f.pointwise and f.unit and f.group > 1 and z is None
                                       and tuple(f.shuffle) == (1, f.group, f.mg, *f.out_shape)):
@@ -849,7 +850,7 @@ def _prepared(op, inputs: tuple, build) -> Callable[..., Any] | None:
     unprepared entry for these inputs otherwise (other arrays, another thread cap, or the
     team declining the job)."""
     x, w, b, z, out = (tuple(inputs) + (None,) * 5)[:5]
-    f = _prepared_applies(op, x, w, b, z, out)
+    f = _prepared_applies(op, x, w, b, z, out, build is _build_small_pointwise)
     if f is None:
         return None
     f.node.check_sizes(x, w)
@@ -945,6 +946,31 @@ def _build_pointwise(f: Facts, w, b, residual):
     return _prepared_gemm(f, w.reshape(f.m_out, f.n_ch), f.n_ch, bias, zslot, zsize, f.act == "Relu", None)
 
 
+def _build_small_pointwise(f: Facts, w, b, residual):
+    # below the team's size (a squeeze-excitation's 1x1 on one pixel, a head): one product on
+    # the calling thread, the bias, residual and any fused activation by numpy, with none of
+    # the frame's per-call work (geometry, checks, epilogue lists: 20-30 us a call, 10x the
+    # product of a 1152x48 squeeze)
+    m_out, npix, n_ch = f.m_out, f.npix, f.n_ch
+    w2 = w.reshape(m_out, n_ch)
+    bias = None if b is None else b.reshape(m_out, 1)
+    act, params = f.act, f.node._kw.get("activation_params", ())
+    y_shape = f.y_shape
+
+    def run(x, z, out):
+        y = np.empty(y_shape, np.float32) if out is None else out
+        y2 = y.reshape(m_out, npix)
+        matmul(w2, x.reshape(n_ch, npix), out=y2)
+        if bias is not None:
+            y2 += bias
+        if residual:
+            y2 += z.reshape(m_out, npix)
+        apply_activation(y, act, params)
+        return y
+
+    return run
+
+
 def _build_pointwise_groups(f: Facts, w, b, residual):
     bias, zslot, zsize = _epilogue_slots(f, b, residual)
     work = f.group * f.mg * f.cg * f.npix
@@ -1031,8 +1057,12 @@ def _build_im2col(f: Facts, w, b, residual):
 def _prepared_kind(op, x, w, b=None, z=None, out=None) -> str | None:
     """Which prepared entry applies to this call (None: none): the one choice of the
     prepared part of the table, read by each prepared entry's condition."""
-    f = _prepared_applies(op, x, w, b, z, out)
+    f = _prepared_applies(op, x, w, b, z, out, any_activation=True)
     if f is None:
+        return None
+    if f.pointwise and f.unit and f.group == 1 and f.m_out * f.n_ch * f.npix < CONV_TEAM_FROM and f.shuffle is None:
+        return "small 1x1"
+    if _prepared_applies(op, x, w, b, z, out) is None:
         return None
     if f.pointwise and f.unit:
         if f.group == 1:
@@ -1075,6 +1105,15 @@ def prepared_pointwise(op, *inputs):
     ``gemm_part`` over blocks of rows or columns, each one single-threaded BLAS call with
     the bias, residual and Relu in cache: the bits of ``1x1``'s team product."""
     return _prepared(op, inputs, _build_pointwise)
+
+
+@_conv_path("prepared small 1x1", when=_kind_is("small 1x1"), prepared=True)
+def prepared_small_pointwise(op, *inputs):
+    """One float32 image, 1x1 unit stride, group 1, constant W, below the team's size: one product on the caller, settled once.
+
+    A squeeze-excitation's convolutions on one pixel, any fused activation; the bits of
+    ``1x1`` (the same product, then the bias, residual and activation)."""
+    return _prepared(op, inputs, _build_small_pointwise)
 
 
 @_conv_path("prepared grouped 1x1", when=_kind_is("grouped 1x1"), prepared=True)
