@@ -277,3 +277,36 @@ def test_pow_other_exponents_stay_on_the_reference(case):
                                rtol=4 * float(np.finfo(dt).eps))
     assert y.dtype == dt and y.shape == np.broadcast_shapes(x.shape, y_shape)
     assert picked(sess, "Pow") <= {"reference"}
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("col_first", [False, True])
+@pytest.mark.parametrize("full_shape, col_shape", [((2, 96, 9, 11), (1, 96, 1, 1)), ((1, 40, 28, 28), (40, 1, 1)),
+                                                   ((3, 5, 64, 70), (5, 64, 1))])
+def test_channel_broadcast_gives_the_reference_bits(op, col_first, full_shape, col_shape):
+    # one value per channel (or per block of axes) broadcast along the inner axes: a
+    # squeeze-excitation's scale; the same IEEE operation per element as numpy's
+    rng = np.random.default_rng(5)
+    full = rng.standard_normal(full_shape).astype(np.float32)
+    col = (rng.standard_normal(col_shape) + 3).astype(np.float32)
+    full[0, 0, 0, :3] = [np.nan, np.inf, -0.0]
+    a, b = (col, full) if col_first else (full, col)
+    model = make_single_node_model(op, [("a", F, list(a.shape)), ("b", F, list(b.shape))], [("y", F, None)], opset=14)
+    fast, _ = check_path(model, {"a": a, "b": b}, op, "compiled channel broadcast", optimize=False)
+    assert fast[0].shape == full_shape and fast[0].dtype == np.float32
+
+
+@pytest.mark.parametrize("shapes", [((300, 1, 97), (1, 97)), ((1, 96, 14, 14), (1, 1, 1, 1)), ((1, 96, 14, 14), (1, 96, 1, 14)),
+                                    ((4, 96, 70), (4, 1, 70))])
+def test_channel_broadcast_leaves_other_shapes(shapes):
+    # a row, a scalar, axes that are not one block (twice)
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    model = make_single_node_model("Mul", [("a", F, list(a.shape)), ("b", F, list(b.shape))], [("y", F, None)], opset=14)
+    so = onnxrt.SessionOptions()
+    so.graph_optimization_level = onnxrt.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = onnxrt.OnnxInference(model, options=so)
+    sess.run({"a": a, "b": b})
+    y = sess.run({"a": a, "b": b})["y"]
+    assert "compiled channel broadcast" not in picked(sess, "Mul")
+    np.testing.assert_array_equal(y, a * b)

@@ -43,6 +43,8 @@ MODULES: dict[tuple[str, str], str] = {
     ("", "Mul"): "elementwise",
     ("", "Div"): "elementwise",
     ("", "Pow"): "elementwise",
+    ("", "ReduceSum"): "reduce",
+    ("", "ReduceMean"): "reduce",
     ("", "Conv"): "conv",
     ("onnxrt", "FusedConv"): "conv",
     ("onnxrt", "ConvConcat"): "conv",

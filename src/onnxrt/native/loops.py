@@ -1777,6 +1777,55 @@ def rows_op(full, row, y, op, row_first):
                 yf[base + j] = ff[base + j] / row[j]
 
 
+@njit(nogil=True, cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+def row_sums(x, out, count):
+    """out[r] = (sum of row r of the float32 (rows, n) array x) / count (count 1: the sum).
+    The sum runs in the vector lanes LLVM unrolls (reassociation allowed for this loop only):
+    a fixed order for a given n, within a few ulp of numpy's pairwise sums at these lengths,
+    as einsum's SIMD loop (the reference) is; then one rounded division."""
+    rows, n = x.shape
+    xf = x.reshape(-1)
+    for r in range(rows):
+        base = _U(r * n)
+        acc = np.float32(0.0)
+        for j in range(_U(n)):
+            acc += xf[base + j]
+        out[r] = acc / count if count != 1 else acc
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def cols_op(full, col, y, op, col_first):
+    """y[o, c, i] = full[o, c, i] op col[c] (``col_first``: col[c] op full[o, c, i]) over
+    float32 arrays (full and y 3-D, col 1-D), op 0 to 3: + - * / (IEEE, as numpy's): a
+    binary operator whose second input is one value per channel (N, C, 1, 1) broadcast along
+    the inner axes, one pass where numpy's iterator runs a short inner loop per channel."""
+    outer, count, inner = full.shape
+    ff, yf = full.reshape(-1), y.reshape(-1)
+    for o in range(outer):
+        for c in range(count):
+            base = _U((o * count + c) * inner)
+            v = col[c]
+            if op == 0:
+                for j in range(_U(inner)):
+                    yf[base + j] = ff[base + j] + v
+            elif op == 1:
+                if col_first:
+                    for j in range(_U(inner)):
+                        yf[base + j] = v - ff[base + j]
+                else:
+                    for j in range(_U(inner)):
+                        yf[base + j] = ff[base + j] - v
+            elif op == 2:
+                for j in range(_U(inner)):
+                    yf[base + j] = ff[base + j] * v
+            elif col_first:
+                for j in range(_U(inner)):
+                    yf[base + j] = v / ff[base + j]
+            else:
+                for j in range(_U(inner)):
+                    yf[base + j] = ff[base + j] / v
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def epilogue_rows(y, bias, relu, z):
     """In place on the rows of a 2-D float32 array (a convolution's output as (N M, pixels)):
