@@ -95,7 +95,7 @@ def test_gemm_fields_check_their_span_not_their_contiguity():
     c = np.empty((8, 6), np.float32)
     e = np.empty(0, np.float32)
     values = dict(a=a, b=b, c=c, m=8, k=10, n=6, lda=16, ldb=6, ldc=6, sgemm=1, by_rows=1, bias=e, bias_size=0, z=e,
-                  z_size=0, relu=0, trans_b=0, cbias=e, cbias_size=0)
+                  z_size=0, relu=0, trans_b=0, cbias=e, cbias_size=0, act=0)
     block, arrays = _block(lay, values)
     layout.check("gemm_part", block, arrays)
     values["k"] = 17  # reads beyond a's last row

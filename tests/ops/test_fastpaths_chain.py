@@ -177,3 +177,112 @@ def test_the_fused_node_keeps_the_type_rules_of_its_nodes():
     sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
     with pytest.raises(onnxrt.errors.OnnxRuntimeError):
         sess.run({"x": np.zeros(S, np.int32)})
+
+
+# -- a chain fused into the convolution before it (fuse_chain_epilogue) ------------------------
+
+
+def _conv_chain_model(chain: str, x_shape, cout: int, kernel=(1, 1), group: int = 1, residual: bool = False,
+                      extra_reader: bool = False, **conv_atts):
+    """Conv (+ Add of a residual) followed by one of CHAINS's single-input chains."""
+    rng = np.random.default_rng(2)
+    cin = x_shape[1]
+    w = (rng.standard_normal((cout, cin // group) + tuple(kernel)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    name, nodes, consts, _ = next(c for c in CHAINS if c[0] == chain)
+    conv_out = "cv" if not residual else "cv0"
+    body = [helper.make_node("Conv", ["x", "w", "b"], [conv_out], group=group, **conv_atts)]
+    if residual:
+        body.append(_n("Add", ["cv0", "z"], "cv"))
+    renamed = []
+    for node in nodes:  # the chain reads the convolution's output
+        n = helper.make_node(node.op_type, ["cv" if i == "x" else i for i in node.input], list(node.output))
+        n.attribute.extend(node.attribute)
+        renamed.append(n)
+    outputs = ["y"] + (["cv"] if extra_reader else [])
+    inputs = [("x", list(x_shape))]
+    if residual:
+        inputs.append(("z", None))
+    g = helper.make_graph(
+        body + renamed, "conv_chain",
+        [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outputs],
+        [helper.make_tensor("w", T.FLOAT, w.shape, w.ravel()), helper.make_tensor("b", T.FLOAT, b.shape, b)]
+        + [helper.make_tensor(n, T.FLOAT, np.shape(v), np.ravel(v)) for n, v in consts],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _conv_out_shape(model, x):
+    return _unoptimised(model, {"x": x})["y"].shape
+
+
+@pytest.mark.parametrize("chain", ["silu", "gelu_erf", "gelu_tanh", "hardswish_decomposed"])
+@pytest.mark.parametrize("x_shape, cout, kernel, group, atts, path", [
+    ((1, 16, 40, 40), 48, (1, 1), 1, {}, "prepared 1x1"),  # the team's blocks by columns
+    ((1, 96, 12, 12), 384, (1, 1), 1, {}, "prepared 1x1"),  # by rows
+    ((1, 48, 30, 30), 48, (3, 3), 48, {"pads": [1] * 4}, "prepared depthwise"),
+    ((1, 40, 31, 31), 40, (5, 5), 40, {"pads": [2] * 4, "strides": [2, 2]}, "prepared depthwise"),
+    ((1, 48, 1, 1), 96, (1, 1), 1, {}, "prepared small 1x1"),
+    ((2, 16, 20, 20), 24, (1, 1), 1, {}, "1x1"),  # two images: the frame applies the chain after
+    ((1, 8, 20, 20), 16, (3, 3), 1, {"pads": [1] * 4}, "prepared im2col"),  # a kind without chains in its parts
+])
+def test_a_chain_after_a_convolution_runs_in_its_kernels(chain, x_shape, cout, kernel, group, atts, path):
+    model = _conv_chain_model(chain, x_shape, cout, kernel, group, **atts)
+    x = np.random.default_rng(3).standard_normal(x_shape).astype(np.float32)
+    sess = onnxrt.OnnxInference(model)
+    assert _steps(sess) == ["FusedConv"]  # the chain went into the convolution
+    fused = sess.plan.steps[0]
+    ref = _unoptimised(model, {"x": x})["y"]
+    if path == "prepared im2col":
+        path = "im2col compiled"  # the chain keeps it from the prepared entry; the frame applies it
+    # the convolution's sums (depth C/group * K, float32) in another order, then the chain's few ulp
+    depth = x_shape[1] // group * int(np.prod(kernel))
+    atol = 4 * depth * F32_EPS * float(np.abs(ref).max() + 1)
+    fast, reference = check_path(model, {"x": x}, "FusedConv", path, rtol=32 * F32_EPS, atol=atol)
+    assert fast[0].shape == ref.shape and fast[0].dtype == np.float32
+    np.testing.assert_allclose(fast[0], ref, rtol=32 * F32_EPS, atol=atol)
+    # the fused node's reference kernel: the convolution's, then the chain's nodes, as the graph
+    # (bits apart only where the grouping wrote Pow(x, 3) as two products: 2 ulp of the cube)
+    np.testing.assert_allclose(reference[0], ref, rtol=8 * F32_EPS, atol=8 * F32_EPS * float(np.abs(ref).max()))
+    assert fused.op_type == "FusedConv"
+
+
+def test_a_chain_after_a_residual_joins_the_fused_convolution():
+    model = _conv_chain_model("silu", (1, 32, 16, 16), 32, residual=True)
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.standard_normal((1, 32, 16, 16)).astype(np.float32),
+             "z": rng.standard_normal((1, 32, 16, 16)).astype(np.float32)}
+    sess = onnxrt.OnnxInference(model)
+    assert _steps(sess) == ["FusedConv"]
+    sess.run(feeds)
+    got = sess.run(feeds)["y"]
+    ref = _unoptimised(model, feeds)["y"]
+    assert got.shape == ref.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=32 * F32_EPS, atol=4 * 32 * F32_EPS * float(np.abs(ref).max() + 1))
+
+
+def test_a_convolution_read_elsewhere_keeps_its_chain_apart():
+    model = _conv_chain_model("silu", (1, 16, 20, 20), 24, extra_reader=True)
+    x = np.random.default_rng(5).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    sess = onnxrt.OnnxInference(model)
+    assert _steps(sess) == ["Conv", "FusedElementwise"]
+    got = sess.run({"x": x})
+    ref = _unoptimised(model, {"x": x})
+    for k in ("y", "cv"):
+        np.testing.assert_allclose(got[k], ref[k], rtol=32 * F32_EPS, atol=1e-5)
+
+
+def test_a_chain_reading_another_tensor_is_not_fused_into_the_convolution():
+    # Mul(c, v) with v a feed: the convolution's parts could not read v
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((8, 4, 1, 1)).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), _n("Exp", ["c"], "s"), _n("Mul", ["s", "v"], "y")], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, [1, 4, 8, 8]), helper.make_tensor_value_info("v", T.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("y", T.FLOAT, None)], [helper.make_tensor("w", T.FLOAT, w.shape, w.ravel())])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = onnxrt.OnnxInference(model)
+    assert _steps(sess) == ["Conv", "FusedElementwise"]
+    feeds = {"x": rng.standard_normal((1, 4, 8, 8)).astype(np.float32), "v": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)}
+    np.testing.assert_allclose(sess.run(feeds)["y"], _unoptimised(model, feeds)["y"], rtol=32 * F32_EPS, atol=1e-6)

@@ -78,6 +78,7 @@ from ..ops_cpu._conv_common import (
     window_view,
 )
 from ..ops_cpu.op_conv import check_bias, conv_geometry, shuffle_channels
+from .elementwise import apply_chain, chain_inplace
 
 FUSED = "onnxrt"
 _F32 = np.dtype(np.float32)
@@ -268,7 +269,10 @@ def convolve(op: Any, core: Core, x: np.ndarray, w: np.ndarray, b: Any = None, z
             y += as_compute(b, cdt).reshape((-1,) + (1,) * len(kernel))
         if z is not None:
             y = np.add(y, as_compute(z, cdt), out=y if z.shape == y.shape else None)
-        apply_activation(y, act, kw.get("activation_params", ()))
+        if act == "Chain":
+            y = apply_chain(node.chain, y)
+        else:
+            apply_activation(y, act, kw.get("activation_params", ()))
     y = to_output(y, x.dtype)
     if shuffle is not None:
         y = shuffle_channels(y, shuffle)
@@ -388,7 +392,7 @@ def core_depthwise_compiled(x, w, pb, strides, dilations, group, out_shape, epil
     args = DEPTHWISE.pack(
         x=xs, w=wk, y=y, bias=bias, z=z, planes=planes, height=x.shape[2], width=x.shape[3], channels=n_ch,
         kh=w.shape[2], kw=w.shape[3], out_h=out_shape[0], out_w=out_shape[1], sh=strides[0], sw=strides[1],
-        dh=dilations[0], dw=dilations[1], pt=pb[0], pl=pb[1], bias_size=bias.size, z_size=z.size, relu=int(relu))
+        dh=dilations[0], dw=dilations[1], pt=pb[0], pl=pb[1], bias_size=bias.size, z_size=z.size, relu=int(relu), act=0)
     taps = w.shape[2] * w.shape[3]
     if native.team_split("depthwise_part", args, planes * prod(out_shape) * taps, max_parts=planes,
                          cold_total=2 * JIT_PART_TAPS):
@@ -822,7 +826,10 @@ def _prepared_applies(op, x, w, b=None, z=None, out=None, any_activation: bool =
         return None
     if out is not None and (type(out) is not np.ndarray or not _writable_block(out, f.y_shape)):
         return None
-    if not any_activation and (f.act not in (None, "Relu") or (f.act == "Relu" and b is None and z is None)):
+    if f.act == "Chain":
+        if not _chain_address(f):
+            return None
+    elif not any_activation and (f.act not in (None, "Relu") or (f.act == "Relu" and b is None and z is None)):
         return None  # (a Relu alone: the frame applies it by itself)
     if f.shuffle is not None and not (f.pointwise and f.unit and f.group > 1 and z is None
                                       and tuple(f.shuffle) == (1, f.group, f.mg, *f.out_shape)):
@@ -897,7 +904,7 @@ def _prepared_job(job, y_shape, residual: bool, blas: bool):
     return run
 
 
-def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col):
+def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col, act: int = 0):
     # team_gemm's job for W (M, depth) @ columns (depth, npix): the image itself (1x1) or
     # its im2col columns, filled by the ``im2col`` job first
     m_out, npix = f.m_out, f.npix
@@ -908,7 +915,8 @@ def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col):
     parts = min(((m_out if by_rows else npix) + 15) // 16, native.GEMM_TEAM_PARTS * parallel.current_threads())
     gemm = native.TeamJob("gemm_part", GEMM.pack(
         a=w2, b=None, c=None, m=m_out, k=depth, n=npix, lda=depth, ldb=npix, ldc=npix, sgemm=blas_sgemm_address(),
-        by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=zslot, z_size=zsize, relu=int(relu), trans_b=0, cbias=_NO_BIAS, cbias_size=0),
+        by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=zslot, z_size=zsize, relu=int(relu), trans_b=0, cbias=_NO_BIAS, cbias_size=0,
+        act=act),
         work, max_parts=parts, part_size=CONV_TEAM_FROM // 2, cold_total=parallel.BLAS_THREADS_FROM)
     if not gemm.parts:
         return None
@@ -943,7 +951,19 @@ def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col):
 
 def _build_pointwise(f: Facts, w, b, residual):
     bias, zslot, zsize = _epilogue_slots(f, b, residual)
-    return _prepared_gemm(f, w.reshape(f.m_out, f.n_ch), f.n_ch, bias, zslot, zsize, f.act == "Relu", None)
+    return _prepared_gemm(f, w.reshape(f.m_out, f.n_ch), f.n_ch, bias, zslot, zsize, f.act == "Relu", None,
+                          _chain_address(f))
+
+
+def _chain_address(f: Facts) -> int:
+    """The address of the compiled form of the node's fused chain (0: none), which the
+    team's parts apply to each block of output while it is in cache; the node's chain
+    keeps it alive."""
+    chain = getattr(f.node, "chain", None)
+    if f.act != "Chain" or chain is None:
+        return 0
+    fn = chain_inplace(chain)
+    return 0 if fn is None else int(fn.address)
 
 
 def _build_small_pointwise(f: Facts, w, b, residual):
@@ -955,6 +975,7 @@ def _build_small_pointwise(f: Facts, w, b, residual):
     w2 = w.reshape(m_out, n_ch)
     bias = None if b is None else b.reshape(m_out, 1)
     act, params = f.act, f.node._kw.get("activation_params", ())
+    chain = f.node.chain if act == "Chain" else None
     y_shape = f.y_shape
 
     def run(x, z, out):
@@ -965,6 +986,8 @@ def _build_small_pointwise(f: Facts, w, b, residual):
             y2 += bias
         if residual:
             y2 += z.reshape(m_out, npix)
+        if chain is not None:
+            return apply_chain(chain, y)
         apply_activation(y, act, params)
         return y
 
@@ -989,7 +1012,7 @@ def _build_depthwise(f: Facts, w, b, residual):
         x=None, w=wk, y=None, bias=bias, z=zslot, planes=f.n_ch, height=height, width=width, channels=f.n_ch,
         kh=kh, kw=kw, out_h=out_h, out_w=out_w, sh=f.strides[0], sw=f.strides[1], dh=f.dilations[0],
         dw=f.dilations[1], pt=f.pads_begin[0], pl=f.pads_begin[1], bias_size=bias.size, z_size=zsize,
-        relu=int(f.act == "Relu")), f.n_ch * f.npix * f.kp, max_parts=f.n_ch, cold_total=2 * JIT_PART_TAPS)
+        relu=int(f.act == "Relu"), act=_chain_address(f)), f.n_ch * f.npix * f.kp, max_parts=f.n_ch, cold_total=2 * JIT_PART_TAPS)
     return _prepared_job(job, f.y_shape, residual, blas=False)
 
 
@@ -1064,6 +1087,8 @@ def _prepared_kind(op, x, w, b=None, z=None, out=None) -> str | None:
         return "small 1x1"
     if _prepared_applies(op, x, w, b, z, out) is None:
         return None
+    if f.act == "Chain" and not (f.pointwise and f.unit and f.group == 1) and not (f.depthwise and f.m_out == f.n_ch):
+        return None  # (the kinds whose parts apply a chain: the others' frame applies it after)
     if f.pointwise and f.unit:
         if f.group == 1:
             return "1x1" if f.m_out * f.n_ch * f.npix >= CONV_TEAM_FROM else None

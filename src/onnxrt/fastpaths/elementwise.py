@@ -305,6 +305,14 @@ def chain_program(op: Any) -> tuple | None:
             d = emit("Max", ins[0], lo or ins[0])
             if hi:
                 d = emit("Min", d, hi)
+        elif t == "Constant":
+            # a one-element constant of a chain fused into its producer (fuse_chain_epilogue)
+            from onnx import numpy_helper
+
+            value = numpy_helper.to_array(atts["value"]) if "value" in atts else None
+            if value is None or value.size != 1:
+                return None
+            d = emit("Const", p0=float(value.reshape(-1)[0]))
         elif t == "HardSigmoid":
             d = emit(t, ins[0], "", float(atts.get("alpha", 0.2)), float(atts.get("beta", 0.5)))
         elif t == "LeakyRelu":
@@ -340,6 +348,32 @@ def chain_modes(shapes: list[tuple[int, ...]], out_shape: tuple[int, ...]) -> tu
         inner[k], count[k] = math.prod(out_shape[q + 1:]), math.prod(s[p:q + 1])
         modes[k] = 2 if inner[k] > 1 else 3
     return tuple(modes), inner, count
+
+
+def chain_inplace(chain: Any) -> Any | None:
+    """The compiled in-place form (a C callable ``void(float *y, int64 count)``, native.
+    chain_loops.compile_inplace) of a chain fused into its producer (op_fused.Chain), kept
+    on the chain; None without compiled kernels (not kept: a later call may have them) or
+    for a program the compiler does not take."""
+    if chain.compiled is False:
+        k = native.kernels("onnxrt.native.chain_loops")
+        if k is None:
+            return None
+        program = chain_program(chain)
+        chain.compiled = None if program is None else k.compile_inplace(program)
+    return chain.compiled
+
+
+def apply_chain(chain: Any, y: np.ndarray) -> np.ndarray:
+    """A fused chain on a fresh float32 output ``y``, in place by its compiled form (split
+    over the pool for large outputs), else by its reference (op_fused.Chain.apply)."""
+    fn = chain_inplace(chain) if y.dtype == _F32 and y.flags.c_contiguous and y.flags.writeable else None
+    if fn is None:
+        return chain.apply(y)
+    if y.size:
+        call, base = fn.ctypes, y.ctypes.data
+        native.split(y.size, lambda lo, hi: call(base + 4 * lo, hi - lo), CHAIN_PART)
+    return y
 
 
 def _chain_applies(op: Any, *xs: Any) -> bool:

@@ -260,7 +260,7 @@ GEMM_TEAM_PARTS = 1
 
 def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: list | None = None,
               part_size: int = GEMM_TEAM_PART, cold_total: int = 0,
-              col_bias: np.ndarray | None = None) -> np.ndarray | None:
+              col_bias: np.ndarray | None = None, act: int = 0) -> np.ndarray | None:
     """``a @ b`` for 2-D float32 operands with unit column strides (or ``b`` the transpose of
     such a matrix), by blocks of rows (more
     rows than columns) or columns of the result, each one single-threaded BLAS call, shared
@@ -270,8 +270,10 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
     faster than one thread. ``epilogue``, a convolution's ``[bias (rows,), relu, residual
     (flat, the result's layout)]`` (empty arrays for none), is applied to each block while
     it is in cache, and cleared when it was; ``col_bias`` (float32, one per column of the
-    result: a linear layer's bias) is added to each block after it. ``part_size`` and
-    ``cold_total`` are :func:`team_split`'s."""
+    result: a linear layer's bias) is added to each block after it; ``act`` (0 or a compiled
+    in-place chain's address, native.chain_loops.compile_inplace, kept alive by the caller)
+    then runs on each block while it is in cache. ``part_size`` and ``cold_total`` are
+    :func:`team_split`'s."""
     if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != 2 or b.ndim != 2 or 0 in a.shape or 0 in b.shape:
         return None
     if a.strides[1] != 4 or a.strides[0] % 4:
@@ -298,7 +300,7 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
     args = layout.GEMM.pack(a=a, b=b, c=c, m=m, k=k, n=n, lda=a.strides[0] // 4, ldb=b.strides[1 if trans_b else 0] // 4,
                             ldc=n, sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
                             relu=int(relu), trans_b=int(trans_b), cbias=_EMPTY if col_bias is None else col_bias,
-                            cbias_size=0 if col_bias is None else col_bias.size)
+                            cbias_size=0 if col_bias is None else col_bias.size, act=act)
     blocks = ((m if by_rows else n) + 15) // 16
     parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
     blas._blas_enter(1)  # one thread per block (already so inside a large run)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import njit
+from numba import carray, cfunc, njit, types
 
 from ..fastpaths import _fastmath as fm
-from .loops import _bits_to_f32, _clip, _exp, _exp2_erfc, _expm1_neg, _f32_to_bits, _horner
+from .loops import _bits_to_f32, _clip, _exp, _exp2_erfc, _expm1_neg, _f32_at, _f32_to_bits, _horner
 
 # A program is straight-line code: each instruction one float32 operation of the inputs and
 # of earlier results. compile_program writes it as the body of one loop over the output's
@@ -116,6 +116,45 @@ _COMPILED: dict[str, object] = {}
 _COMPILE_LOCK = threading.Lock()
 
 
+def _scope() -> dict:
+    return {"np": np, "_f32": _f32, "_ZERO": _ZERO, "_ONE": _ONE, "_max_nan": _max_nan, "_min_nan": _min_nan,
+            "_exp": _exp, "_tanh1": _tanh1, "_sigmoid1": _sigmoid1, "_erf1": _erf1,
+            "_hard_sigmoid1": _hard_sigmoid1, "_hard_swish1": _hard_swish1, "_leaky_relu1": _leaky_relu1,
+            "carray": carray, "_f32_at": _f32_at}
+
+
+def _body(program: tuple, indent: str, out: str) -> list[str]:
+    # the program's instructions as float32 statements, the last one assigning ``out``
+    lines = []
+    for i, (name, dst, a, b, p0, p1) in enumerate(program):
+        expr = EXPRESSIONS[name].format(a=a, b=b, p0=f"_f32({float(np.float32(p0))!r})", p1=f"_f32({float(np.float32(p1))!r})")
+        lines.append(f"{indent}{out if i == len(program) - 1 else dst} = {expr}")
+    return lines
+
+
+def compile_inplace(program: tuple) -> object | None:
+    """The compiled C callable ``void act(float *y, int64 count)`` (a numba cfunc: its
+    ``address`` goes into a team job's ``act`` field) applying ``program`` in place to
+    ``count`` float32 values, for a program whose one input is x0 (constants are Const
+    instructions); None for a program reading other inputs. The program's element-wise
+    arithmetic is compile_program's, so the values are those of the FusedElementwise
+    fast path. Compiled once per program for the process."""
+    if any(isinstance(op[k], str) and op[k].startswith("x") and op[k] != "x0" for op in program for k in (2, 3)):
+        return None
+    lines = ["def act(address, count):", "    y = carray(_f32_at(address), count)", "    for j in range(count):",
+             "        x0 = y[j]"]
+    lines += _body(program, "        ", "y[j]")
+    source = "\n".join(lines) + "\n"
+    with _COMPILE_LOCK:
+        fn = _COMPILED.get(source)
+        if fn is None:
+            scope = _scope()
+            exec(compile(source, "<onnxrt chain>", "exec"), scope)  # noqa: S102 (source generated from a fixed table)
+            fn = _COMPILED[source] = cfunc(types.void(types.int64, types.int64), nopython=True, error_model="numpy",
+                                           fastmath={"contract"})(scope["act"])
+    return fn
+
+
 def compile_program(program: tuple, modes: tuple) -> object:
     """The compiled loop ``kernel(a0, ..., y, lo, hi, inner, count)`` of ``program``:
     instructions ``(operation, destination, a, b, p0, p1)`` where operands name inputs
@@ -160,17 +199,13 @@ def compile_program(program: tuple, modes: tuple) -> object:
     for k in used:
         if modes[k] in (0, 3):
             lines.append(f"            x{k} = c{k}[j]")
-    for i, (name, dst, a, b, p0, p1) in enumerate(program):
-        expr = EXPRESSIONS[name].format(a=a, b=b, p0=f"_f32({float(np.float32(p0))!r})", p1=f"_f32({float(np.float32(p1))!r})")
-        lines.append(f"            {'ys[j]' if i == len(program) - 1 else dst} = {expr}")
+    lines += _body(program, "            ", "ys[j]")
     lines.append("        pos = end")
     source = "\n".join(lines) + "\n"
     with _COMPILE_LOCK:
         fn = _COMPILED.get(source)
         if fn is None:
-            scope = {"np": np, "_f32": _f32, "_ZERO": _ZERO, "_ONE": _ONE, "_max_nan": _max_nan, "_min_nan": _min_nan,
-                     "_exp": _exp, "_tanh1": _tanh1, "_sigmoid1": _sigmoid1, "_erf1": _erf1,
-                     "_hard_sigmoid1": _hard_sigmoid1, "_hard_swish1": _hard_swish1, "_leaky_relu1": _leaky_relu1}
+            scope = _scope()
             exec(compile(source, "<onnxrt chain>", "exec"), scope)  # noqa: S102 (source generated above from a fixed table)
             fn = _COMPILED[source] = njit(nogil=True, error_model="numpy", fastmath={"contract"})(scope["kernel"])
     return fn

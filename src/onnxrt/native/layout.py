@@ -161,6 +161,9 @@ def _n(*names: str) -> Callable[[dict[str, int]], int]:
     return size
 
 
+# ``act`` (GEMM, DEPTHWISE): 0, or the address of a compiled element-wise chain applied in
+# place to each finished block while it is in cache, ``void act(float *y, int64 count)``
+# (native.chain_loops.compile_inplace; its owner keeps it alive for the job's lifetime)
 ELEMENTWISE = Layout("elementwise_part", [
     _f("kind"), _f("x", "f32", _n("n")), _f("y", "f32", _n("n")), _f("n")])
 TRANSPOSE = Layout("transpose_part", [
@@ -171,7 +174,8 @@ DEPTHWISE = Layout("depthwise_part", [
     _f("x", "f32", _n("planes", "height", "width")), _f("w", "f32", _n("channels", "kh", "kw")),
     _f("y", "f32", _n("planes", "out_h", "out_w")), _f("bias", "f32", _n("bias_size")), _f("z", "f32", _n("z_size")),
     _f("planes"), _f("height"), _f("width"), _f("channels"), _f("kh"), _f("kw"), _f("out_h"), _f("out_w"),
-    _f("sh"), _f("sw"), _f("dh"), _f("dw"), _f("pt"), _f("pl"), _f("bias_size"), _f("z_size"), _f("relu", "bool")])
+    _f("sh"), _f("sw"), _f("dh"), _f("dw"), _f("pt"), _f("pl"), _f("bias_size"), _f("z_size"), _f("relu", "bool"),
+    _f("act")])
 POINTWISE_GROUPS = Layout("pointwise_groups_part", [
     _f("w", "f32", _n("groups", "mg", "cg")), _f("x", "f32", _n("images", "groups", "cg", "npix")),
     _f("y", "f32", _n("images", "groups", "mg", "npix")), _f("bias", "f32", _n("bias_size")),
@@ -210,7 +214,7 @@ GEMM = Layout("gemm_part", [
     _f("c", "f32", lambda v: (v["m"] - 1) * v["ldc"] + v["n"], contiguous=False),
     _f("m"), _f("k"), _f("n"), _f("lda"), _f("ldb"), _f("ldc"), _f("sgemm", "fn"), _f("by_rows", "bool"),
     _f("bias", "f32", _n("bias_size")), _f("bias_size"), _f("z", "f32", _n("z_size")), _f("z_size"), _f("relu", "bool"),
-    _f("trans_b", "bool"), _f("cbias", "f32", _n("cbias_size")), _f("cbias_size")])
+    _f("trans_b", "bool"), _f("cbias", "f32", _n("cbias_size")), _f("cbias_size"), _f("act")])
 BANDS = Layout("bands_part", [
     _f("x", "f32", _n("images", "channels", "height", "width")),
     _f("w2", "f32", lambda v: v["m"] * v["channels"] * v["kh"] * v["kw"]),

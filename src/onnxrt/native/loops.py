@@ -1989,6 +1989,20 @@ def _pointer(dtype):
 
 
 _i64_at = _pointer(types.int64)
+
+
+@intrinsic
+def _call_act(typingctx, fn, address, count):
+    """fn(address, count) for the address of a compiled in-place chain ``void(int64, int64)``
+    (native.chain_loops.compile_inplace): the block of ``count`` float32 at ``address``."""
+
+    def codegen(context, builder, signature, values):
+        fn_address, block, n = values
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64), ir.IntType(64)])
+        builder.call(builder.inttoptr(fn_address, fnty.as_pointer()), [block, n])
+        return context.get_dummy_value()
+
+    return types.none(types.int64, types.int64, types.int64), codegen
 _f32_at = _pointer(types.float32)
 _u32_at = _pointer(types.uint32)
 
@@ -1996,6 +2010,11 @@ _u32_at = _pointer(types.uint32)
 # -- part functions of native.team's jobs: each gets the address of an int64 argument block and a part
 # index. They live here, not in native.team: numba's cache of a function is keyed on its own file only,
 # so a part compiled elsewhere would keep stale copies of the loops below it calls.
+
+#: float32 values per block a part finishes before it applies a chain to them (``act``): 512 KiB,
+#: in L2 (2 MiB a core here) with the part's operands, and few enough BLAS calls per part
+#: (each call packs its operands again)
+ACT_BLOCK = 1 << 17
 
 #: elementwise kinds (first word of the arguments)
 SIGMOID, SIGMOID_EXACT, ERF, RELU = 0, 1, 2, 3
@@ -2084,7 +2103,18 @@ def depthwise_part(args, part):
     bias = carray(_f32_at(a[_AT_DEPTHWISE.bias]), a[_AT_DEPTHWISE.bias_size])
     npix = out_h * out_w
     z = carray(_f32_at(a[_AT_DEPTHWISE.z]), a[_AT_DEPTHWISE.z_size])[lo * npix:hi * npix] if a[_AT_DEPTHWISE.z_size] else carray(_f32_at(a[_AT_DEPTHWISE.z]), 0)
-    depthwise_conv2d(x, w, y[lo:hi], lo, a[_AT_DEPTHWISE.sh], a[_AT_DEPTHWISE.sw], a[_AT_DEPTHWISE.dh], a[_AT_DEPTHWISE.dw], a[_AT_DEPTHWISE.pt], a[_AT_DEPTHWISE.pl], bias, a[_AT_DEPTHWISE.relu] != 0, z)
+    act = a[_AT_DEPTHWISE.act]
+    if act == 0:
+        depthwise_conv2d(x, w, y[lo:hi], lo, a[_AT_DEPTHWISE.sh], a[_AT_DEPTHWISE.sw], a[_AT_DEPTHWISE.dh], a[_AT_DEPTHWISE.dw], a[_AT_DEPTHWISE.pt], a[_AT_DEPTHWISE.pl], bias, a[_AT_DEPTHWISE.relu] != 0, z)
+        return
+    # a chain after the convolution: planes by chunks of about ACT_BLOCK values, each chunk's
+    # chain applied while its planes are in cache
+    chunk = max(1, ACT_BLOCK // npix)
+    for p0 in range(lo, hi, chunk):
+        p1 = min(hi, p0 + chunk)
+        zc = z[(p0 - lo) * npix:(p1 - lo) * npix] if z.size else z
+        depthwise_conv2d(x[p0 - lo:p1 - lo], w, y[p0:p1], p0, a[_AT_DEPTHWISE.sh], a[_AT_DEPTHWISE.sw], a[_AT_DEPTHWISE.dh], a[_AT_DEPTHWISE.dw], a[_AT_DEPTHWISE.pt], a[_AT_DEPTHWISE.pl], bias, a[_AT_DEPTHWISE.relu] != 0, zc)
+        _call_act(act, a[_AT_DEPTHWISE.y] + p0 * npix * 4, (p1 - p0) * npix)
 
 
 def pointwise_groups_part(args, part):
@@ -2237,27 +2267,47 @@ def gemm_part(args, part):
     relu = a[_AT_GEMM.relu] != 0
     cbias = carray(_f32_at(a[_AT_GEMM.cbias]), a[_AT_GEMM.cbias_size])
     post = bias.size or z.size or relu
+    act = a[_AT_GEMM.act]
+    c0 = a[_AT_GEMM.c]
     if by_rows:
-        _sgemm(a[_AT_GEMM.sgemm], tb, i1 - i0, n, kk, 1.0, av, i0 * lda, lda, bv, 0, ldb, cv, i0 * ldc, ldc)
-        if post:
-            for r in range(i0, i1):
-                _epilogue(cv, r * ldc, n, bias, r, relu, z)
-        if cbias.size:
-            for r in range(i0, i1):
-                o = _U(r * ldc)
-                for t in range(_U(n)):
-                    cv[o + t] += cbias[t]
+        # with a chain: blocks of rows of about ACT_BLOCK values, the chain applied to each
+        # while it is in cache (one BLAS call for the part otherwise)
+        step = (i1 - i0) if act == 0 else max(1, ACT_BLOCK // n)
+        for j0 in range(i0, i1, step):
+            j1 = min(i1, j0 + step)
+            _sgemm(a[_AT_GEMM.sgemm], tb, j1 - j0, n, kk, 1.0, av, j0 * lda, lda, bv, 0, ldb, cv, j0 * ldc, ldc)
+            if post:
+                for r in range(j0, j1):
+                    _epilogue(cv, r * ldc, n, bias, r, relu, z)
+            if cbias.size:
+                for r in range(j0, j1):
+                    o = _U(r * ldc)
+                    for t in range(_U(n)):
+                        cv[o + t] += cbias[t]
+            if act != 0:
+                if ldc == n:
+                    _call_act(act, c0 + j0 * ldc * 4, (j1 - j0) * n)
+                else:
+                    for r in range(j0, j1):
+                        _call_act(act, c0 + r * ldc * 4, n)
     else:
-        # columns i0.. of op(B): B's columns, or the stored transpose's rows
-        _sgemm(a[_AT_GEMM.sgemm], tb, m, i1 - i0, kk, 1.0, av, 0, lda, bv, i0 * ldb if tb else i0, ldb, cv, i0, ldc)
-        if post:
-            for r in range(m):
-                _epilogue(cv, r * ldc + i0, i1 - i0, bias, r, relu, z)
-        if cbias.size:
-            for r in range(m):
-                o = _U(r * ldc + i0)
-                for t in range(_U(i1 - i0)):
-                    cv[o + t] += cbias[i0 + t]
+        # columns i0.. of op(B): B's columns, or the stored transpose's rows; with a chain, by
+        # blocks of columns of about ACT_BLOCK values
+        step = (i1 - i0) if act == 0 else max(16, ACT_BLOCK // m // 16 * 16)
+        for j0 in range(i0, i1, step):
+            j1 = min(i1, j0 + step)
+            _sgemm(a[_AT_GEMM.sgemm], tb, m, j1 - j0, kk, 1.0, av, 0, lda, bv, j0 * ldb if tb else j0, ldb, cv, j0, ldc)
+            if post:
+                for r in range(m):
+                    _epilogue(cv, r * ldc + j0, j1 - j0, bias, r, relu, z)
+            if cbias.size:
+                for r in range(m):
+                    o = _U(r * ldc + j0)
+                    for t in range(_U(j1 - j0)):
+                        cv[o + t] += cbias[j0 + t]
+            if act != 0:
+                for r in range(m):
+                    _call_act(act, c0 + (r * ldc + j0) * 4, j1 - j0)
 
 
 def bands_part(args, part):

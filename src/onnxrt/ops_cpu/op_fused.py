@@ -76,8 +76,10 @@ class FusedConv(_Fused):
     inner Conv's keywords; fast paths: Conv's table (:mod:`onnxrt.fastpaths.conv`)."""
 
     base_op = "Conv"
-    #: ``shuffle``: a channel shuffle folded into the node (onnxrt.optim.channel_shuffle)
-    attribute_defaults = {**_Fused.attribute_defaults, "shuffle": []}
+    #: ``shuffle``: a channel shuffle folded into the node (onnxrt.optim.channel_shuffle);
+    #: ``chain``, ``chain_opset``: an element-wise chain on the output (a :class:`Chain`:
+    #: activation "Chain", onnxrt.optim.fuse_elementwise.fuse_chain_epilogue)
+    attribute_defaults = {**_Fused.attribute_defaults, "shuffle": [], "chain": [], "chain_opset": 13}
 
     def __init__(self, onnx_node, desc=None, **options):
         super().__init__(onnx_node, desc, **options)
@@ -85,12 +87,22 @@ class FusedConv(_Fused):
         self._inner._kw["activation_params"] = self._params
         if self.atts_value["shuffle"]:
             self._inner._kw["shuffle"] = tuple(int(d) for d in self.atts_value["shuffle"])
+        #: the chain after the convolution (its fast paths read it on the inner Conv too)
+        self._chain = self._inner.chain = None
+        if self.atts_value["chain"]:
+            if self._act or self.atts_value["shuffle"]:
+                raise KernelError(f"{self.node_label()}: a chain excludes an activation and a shuffle.")
+            self._chain = self._inner.chain = Chain(self.atts_value["chain"], self.atts_value["chain_opset"],
+                                                    self.node_label())
+            self._inner._kw["activation"] = "Chain"
 
     def _run(self, x, w, b=None, z=None, attributes=None, verbose=0, fLOG=None):
         from .op_conv import conv
 
         inner = self._inner
         inner.check_sizes(x, w)
+        if self._chain is not None:
+            return (self._chain.apply(conv(x, w, b, z, **{**inner._kw, "activation": None})),)
         return (conv(x, w, b, z, **inner._kw),)
 
 
@@ -236,20 +248,55 @@ class FusedElementwise(OpRun):
         #: the ai.onnx opset of the chain's nodes
         self.opset = opset = int(self.atts_value["opset"])
         #: the chain's nodes (NodeProto) and their kernels, in order
-        self.nodes: list[NodeProto] = []
-        self.kernels: list[OpRun] = []
-        for blob in self.atts_value["nodes"]:
-            proto = NodeProto()
-            proto.ParseFromString(blob if isinstance(blob, bytes) else blob.encode("latin-1"))
-            found = lookup(proto.op_type, "", opset)
-            if found is None:
-                raise KernelError(f"{self.node_label()}: no kernel for {proto.op_type!r} at opset {opset}.")
-            cls, since = found
-            self.nodes.append(proto)
-            self.kernels.append(cls(proto, None, since_version=since, opsets={"": opset}))
+        self.nodes, self.kernels = _chain_kernels(self.atts_value["nodes"], opset, self.node_label())
 
     def _run(self, *xs, attributes=None, verbose=0, fLOG=None):
-        env: dict[str, object] = {f"x{i}": x for i, x in enumerate(xs)}
-        for proto, kernel in zip(self.nodes, self.kernels):
-            env[proto.output[0]] = kernel._run(*[env[n] if n else None for n in proto.input])[0]
-        return (env["y"],)
+        return (_run_chain(self.nodes, self.kernels, xs),)
+
+
+def _chain_kernels(blobs, opset: int, label: str) -> tuple[list[NodeProto], list[OpRun]]:
+    # the serialized nodes of a chain and their ai.onnx kernels at ``opset``
+    nodes: list[NodeProto] = []
+    kernels: list[OpRun] = []
+    for blob in blobs:
+        proto = NodeProto()
+        proto.ParseFromString(blob if isinstance(blob, bytes) else blob.encode("latin-1"))
+        found = lookup(proto.op_type, "", opset)
+        if found is None:
+            raise KernelError(f"{label}: no kernel for {proto.op_type!r} at opset {opset}.")
+        cls, since = found
+        nodes.append(proto)
+        kernels.append(cls(proto, None, since_version=since, opsets={"": opset}))
+    return nodes, kernels
+
+
+def _run_chain(nodes: list[NodeProto], kernels: list[OpRun], xs) -> np.ndarray:
+    env: dict[str, object] = {f"x{i}": x for i, x in enumerate(xs)}
+    for proto, kernel in zip(nodes, kernels):
+        env[proto.output[0]] = kernel._run(*[env[n] if n else None for n in proto.input])[0]
+    return env["y"]  # type: ignore[return-value]
+
+
+class Chain:
+    """An element-wise chain fused into the node that produces its one tensor input
+    (onnxrt.optim.fuse_elementwise.fuse_chain_epilogue): FusedElementwise's nodes reading
+    ``x0`` (the producer's output) and constants (Constant nodes), the last writing ``y``.
+    ``apply(y)`` is the reference: the nodes' own kernels in turn, as the unfused graph
+    computes them. The fast paths give a compiled form of the same program (``compiled``:
+    set by onnxrt.fastpaths.elementwise.chain_inplace) to their kernels, which apply it to
+    each block of output while it is in cache."""
+
+    __slots__ = ("nodes", "kernels", "opset", "compiled", "__weakref__")
+
+    def __init__(self, blobs, opset: int, label: str) -> None:
+        self.opset = int(opset)
+        self.nodes, self.kernels = _chain_kernels(blobs, self.opset, label)
+        #: the compiled in-place form (False: not tried yet; None: none)
+        self.compiled: object = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        out = _run_chain(self.nodes, self.kernels, (y,))
+        if out.shape != y.shape or out.dtype != y.dtype:
+            raise KernelError(f"a fused chain changed its input's shape or type: {y.dtype}{list(y.shape)} -> "
+                              f"{out.dtype}{list(out.shape)}.")
+        return out

@@ -29,7 +29,7 @@ from .conv_residual import fuse_conv_residual
 from .dense_chain import fuse_dense_chain
 from .elimination import remove_dead_nodes, remove_identities
 from .fuse_activation import fuse_activations
-from .fuse_elementwise import fuse_elementwise
+from .fuse_elementwise import fuse_chain_epilogue, fuse_elementwise
 from .gemm import fuse_matmul_add, fuse_matmul_bias
 from .graph import Graph, Node
 from .transpose_fold import fold_transpose
@@ -54,6 +54,7 @@ PASSES: list[tuple[int, str, Callable[..., bool]]] = [
     (EXTENDED, "fuse_concat_convs", fuse_concat_convs),
     (EXTENDED, "fold_channel_shuffles", fold_channel_shuffles),
     (EXTENDED, "fuse_elementwise", fuse_elementwise),
+    (EXTENDED, "fuse_chain_epilogue", fuse_chain_epilogue),
 ]
 
 

@@ -27,7 +27,8 @@ def fuse_concat_convs(g: Graph) -> bool:
             p = producers.get(name)
             plain = (
                 p is not None and len(p.outputs) == 1 and name not in g.outputs and consumers.get(name) == [cat]
-                and ((p.domain == "" and p.op_type == "Conv") or (p.domain == FUSED_DOMAIN and p.op_type == "FusedConv"))
+                and ((p.domain == "" and p.op_type == "Conv") or (p.domain == FUSED_DOMAIN and p.op_type == "FusedConv"
+                                                                  and not p.attr("chain")))
             )
             segments.append(p if plain else None)
         # every input a convolution: with a plain tensor among them (densenet's growing

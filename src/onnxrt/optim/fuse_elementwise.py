@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import AttributeProto, helper
+from onnx import AttributeProto, NodeProto, helper, numpy_helper
 
 from .fuse_activation import FUSED_DOMAIN
 from .graph import Graph, Node
@@ -156,3 +156,71 @@ def _fused_node(g: Graph, order: list[Node], root: Node) -> Node | None:
     fused.set_attr("opset", root.opsets.get("", 13))
     return fused
 
+
+
+# A chain right after a convolution (efficientnet's SiLU after each expansion and depthwise
+# convolution, HardSwish in mobilenetv3) costs a pass over memory of the convolution's
+# output: 1.2M values at 112x112, read back from DRAM. fuse_chain_epilogue moves the chain
+# into the convolution (a FusedConv with attribute ``chain``), whose kernels apply it to
+# each block of output while it is in cache; the reference applies it to the whole output.
+
+#: constant inputs of a chain fused into a producer: one value, of rank small enough not
+#: to raise the rank of a convolution's output (3 and more)
+_CHAIN_CONST_RANK = 3
+
+
+def _chain_producer(g: Graph, node: Node, consumers: dict, producers: dict) -> Node | None:
+    """The Conv or FusedConv (no activation, shuffle or chain) whose output is ``node``'s
+    first input and read by nothing else, when every other input of ``node`` is a
+    one-element float32 constant; else None."""
+    if node.domain != FUSED_DOMAIN or node.op_type != "FusedElementwise" or not node.inputs:
+        return None
+    x = node.inputs[0]
+    for name in node.inputs[1:]:
+        c = g.const(name)
+        if c is None or c.size != 1 or c.dtype != _F32 or c.ndim > _CHAIN_CONST_RANK:
+            return None
+    p = producers.get(x)
+    if p is None or len(p.outputs) != 1 or x in g.outputs or consumers.get(x) != [node] or not _is_f32(g, x):
+        return None
+    if p.domain == "" and p.op_type == "Conv":
+        return p
+    if (p.domain == FUSED_DOMAIN and p.op_type == "FusedConv" and not p.attr("activation", "")
+            and not p.attr("shuffle", []) and not p.attr("chain", [])):
+        return p
+    return None
+
+
+def fuse_chain_epilogue(g: Graph) -> bool:
+    """Conv / FusedConv (without activation) -> FusedElementwise reading only its output and
+    one-element constants becomes one FusedConv whose ``chain`` (the FusedElementwise's
+    nodes, its constants as Constant nodes) runs on the convolution's output; returns
+    whether anything changed."""
+    consumers = g.consumers()
+    producers = g.producers()
+    removed = []
+    for node in list(g.nodes):
+        conv = _chain_producer(g, node, consumers, producers)
+        if conv is None:
+            continue
+        protos = []
+        for i, name in enumerate(node.inputs[1:], start=1):
+            protos.append(helper.make_node("Constant", [], [f"x{i}"], value=numpy_helper.from_array(g.const(name), f"x{i}")))
+        for blob in node.attr("nodes"):
+            protos.append(NodeProto.FromString(blob))
+        if conv.domain == "":
+            since = conv.opset
+            conv.op_type, conv.domain = "FusedConv", FUSED_DOMAIN
+            conv.opsets = {**conv.opsets, FUSED_DOMAIN: 1}
+            conv.set_attr("activation", "", AttributeProto.STRING)
+            conv.set_attr("activation_params", [], AttributeProto.FLOATS)
+            conv.set_attr("since_version", since)
+        conv.set_attr("chain", [p.SerializeToString() for p in protos], AttributeProto.STRINGS)
+        conv.set_attr("chain_opset", int(node.attr("opset", 13)))
+        conv.outputs = list(node.outputs)
+        for name in conv.outputs:
+            producers[name] = conv
+        removed.append(node)
+    for node in removed:
+        g.nodes.remove(node)
+    return bool(removed)
