@@ -82,6 +82,15 @@ def test_each_entry_of_conv_s_table(path):
     np.testing.assert_allclose(fast[0], want, rtol=0, atol=2 * tol)
 
 
+def _compiled_inputs(seed: int, xs, ws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """float32 X, W and B of these shapes (a test of compiled paths: skipped without them)."""
+    if fp.native.kernels() is None:
+        pytest.skip("no compiled kernels")
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32),
+            rng.standard_normal(ws[0]).astype(np.float32))
+
+
 @pytest.mark.parametrize("path, xs, ws, atts", [
     ("prepared im2col", (1, 16, 30, 30), (64, 16, 3, 3), {"pads": [1] * 4}),
     ("prepared winograd", (1, 64, 28, 28), (48, 64, 3, 3), {"pads": [1] * 4}),
@@ -90,12 +99,7 @@ def test_each_entry_of_conv_s_table(path):
 ])
 def test_fused_conv_takes_the_same_table(path, xs, ws, atts):
     """Conv + Relu is one FusedConv node: its paths are Conv's entries, the bias and Relu in the epilogue."""
-    if fp.native.kernels() is None:
-        pytest.skip("no compiled kernels")
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal(xs).astype(np.float32)
-    w = rng.standard_normal(ws).astype(np.float32)
-    b = rng.standard_normal(ws[0]).astype(np.float32)
+    x, w, b = _compiled_inputs(7, xs, ws)
     factor = 16.0 if "winograd" in path else 1.0
     fast, _ = check_path(_conv_model(xs, w, b, relu=True, **atts), {"x": x}, "FusedConv", path,
                          atol=_bound(x, w, b, factor, **atts))
@@ -108,12 +112,7 @@ def test_fused_conv_takes_the_same_table(path, xs, ws, atts):
 def test_a_squeeze_excitation_conv_takes_the_small_prepared_entry_with_its_activation(act, attrs, xs, ws):
     """A 1x1 below the team's size (a squeeze-excitation's gate on one pixel) with any fused
     activation: one product, then the bias and the activation, as the frame applies them."""
-    if fp.native.kernels() is None:
-        pytest.skip("no compiled kernels")
-    rng = np.random.default_rng(11)
-    x = rng.standard_normal(xs).astype(np.float32)
-    w = rng.standard_normal(ws).astype(np.float32)
-    b = rng.standard_normal(ws[0]).astype(np.float32)
+    x, w, b = _compiled_inputs(11, xs, ws)
     model = _conv_model(xs, w, b)
     model.graph.node[0].output[0] = "c"
     model.graph.node.append(helper.make_node(act, ["c"], ["y"], **attrs))
