@@ -20,13 +20,35 @@ def _drive(policy: ProductPolicy, seconds: dict[int, float], runs: int, work: in
 
 def test_runs_alternate_in_pairs_and_the_faster_is_kept():
     policy = ProductPolicy()
-    seen = _drive(policy, {ProductPolicy.TEAM: 0.2, ProductPolicy.BLAS: 0.1}, 12)
+    seen = _drive(policy, {ProductPolicy.TEAM: 0.2, ProductPolicy.BLAS: 0.1}, 16)
     # two warm-up runs on the team, then pairs (team, team, BLAS, BLAS, ...) measuring the second
     assert seen[:2] == [(0, False), (0, False)]
-    assert seen[2:10] == [(0, False), (0, True), (1, False), (1, True), (0, False), (0, True), (1, False), (1, True)]
-    assert policy.pick == ProductPolicy.BLAS and seen[10:] == [(1, False), (1, False)]
+    assert seen[2:14] == [(0, False), (0, True), (1, False), (1, True)] * 3
+    assert policy.pick == ProductPolicy.BLAS and seen[14:] == [(1, False), (1, False)]
     policy = ProductPolicy()
-    _drive(policy, {ProductPolicy.TEAM: 0.1, ProductPolicy.BLAS: 0.2}, 12)
+    _drive(policy, {ProductPolicy.TEAM: 0.1, ProductPolicy.BLAS: 0.2}, 16)
+    assert policy.pick == ProductPolicy.TEAM
+
+
+def test_blas_threads_must_win_by_the_margin():
+    # the team is the default: BLAS's threads only when clearly faster than the team
+    policy = ProductPolicy()
+    _drive(policy, {ProductPolicy.TEAM: 0.100, ProductPolicy.BLAS: 0.095}, 16)
+    assert policy.pick == ProductPolicy.TEAM
+    policy = ProductPolicy()
+    _drive(policy, {ProductPolicy.TEAM: 0.100, ProductPolicy.BLAS: 0.085}, 16)
+    assert policy.pick == ProductPolicy.BLAS
+
+
+def test_one_noisy_sample_does_not_decide():
+    # runs slowed by other work raise their samples; the minimum of three of each decides
+    # (two noisy team samples of three still leave the team's true time)
+    policy = ProductPolicy()
+    team = iter([0.30, 0.30, 0.10])
+    for _ in range(16):
+        option, measured = policy.begin()
+        seconds = (next(team) if measured else 0.1) if option == ProductPolicy.TEAM else 0.12
+        policy.end(option, measured, seconds, 100)
     assert policy.pick == ProductPolicy.TEAM
 
 
@@ -37,7 +59,7 @@ def test_only_runs_of_one_amount_of_work_are_compared():
         policy.end(option, measured, 0.1, 1000 + i)
     assert policy.pick == ProductPolicy.TEAM  # gave up after 16 sizes, on the default
     policy = ProductPolicy()
-    _drive(policy, {0: 0.1, 1: 0.2}, 12, work=0)  # no large product: nothing measured
+    _drive(policy, {0: 0.1, 1: 0.2}, 16, work=0)  # no large product: nothing measured
     assert policy.pick == -1 and policy.times == {}
 
 
@@ -79,7 +101,7 @@ def test_warmup_runs_cover_the_policy_runs_of_a_model_with_large_constants():
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 256])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [big])
     sess = onnxrt.OnnxInference(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
-    assert sess.warmup_runs == ProductPolicy.settling_runs() == 10
+    assert sess.warmup_runs == ProductPolicy.settling_runs() == 14
     small = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
