@@ -106,6 +106,23 @@ def test_fused_conv_takes_the_same_table(path, xs, ws, atts):
     assert (fast[0] >= 0).all() and (fast[0] == 0).any()
 
 
+@pytest.mark.parametrize("path, xs, ws, atts", [
+    ("prepared 1x1", (1, 64, 20, 20), (96, 64, 1, 1), {}),
+    ("prepared depthwise", (1, 48, 20, 20), (48, 1, 3, 3), {"group": 48, "pads": [1] * 4}),
+    ("prepared im2col", (1, 16, 30, 30), (64, 16, 3, 3), {"pads": [1] * 4}),
+])
+def test_a_relu_without_bias_takes_the_prepared_entries(path, xs, ws, atts):
+    """Conv without B + Relu (convolutions whose normalisation an exporter folded away): the
+    parts' epilogue applies the Relu alone."""
+    x, w, _ = _compiled_inputs(13, xs, ws)
+    fast, _ = check_path(_conv_model(xs, w, None, relu=True, **atts), {"x": x}, "FusedConv", path,
+                         atol=_bound(x, w, None, **atts))
+    want = np.maximum(conv(x.astype(np.float64), w.astype(np.float64), None, **atts), 0)
+    assert fast[0].shape == want.shape and fast[0].dtype == np.float32
+    np.testing.assert_allclose(fast[0], want, rtol=0, atol=2 * _bound(x, w, None, **atts))
+    assert (fast[0] >= 0).all() and (fast[0] == 0).any()
+
+
 @pytest.mark.parametrize("act, attrs", [("Sigmoid", {}), ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5}), ("Relu", {}),
                                          ("LeakyRelu", {"alpha": 0.1})])
 @pytest.mark.parametrize("xs, ws", [((1, 48, 1, 1), (1152, 48, 1, 1)), ((1, 96, 3, 3), (24, 96, 1, 1))])

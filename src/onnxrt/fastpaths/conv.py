@@ -811,9 +811,10 @@ def _writable_block(out: np.ndarray, y_shape: tuple) -> bool:
 
 def _prepared_applies(op, x, w, b=None, z=None, out=None, any_activation: bool = False) -> Facts | None:
     """The facts of a call a prepared executor may take: one C-contiguous float32 image of
-    rank 4, W (and B) model constants, no activation but Relu (with a bias or residual to
-    apply it with; ``any_activation``: any fused one), a residual of the output's shape and
-    type, a writable block ``out``, compiled kernels and BLAS by address."""
+    rank 4, W (and B) model constants, no activation but Relu (the parts' epilogue applies
+    it, with or without a bias; ``any_activation``: any fused one) or a compiled chain, a
+    residual of the output's shape and type, a writable block ``out``, compiled kernels and
+    BLAS by address."""
     f = facts(op, x, w, b)
     if f is None or not f.f32 or x.ndim != 4 or f.n_img != 1 or f.empty or 0 in x.shape:
         return None
@@ -829,8 +830,8 @@ def _prepared_applies(op, x, w, b=None, z=None, out=None, any_activation: bool =
     if f.act == "Chain":
         if not _chain_address(f):
             return None
-    elif not any_activation and (f.act not in (None, "Relu") or (f.act == "Relu" and b is None and z is None)):
-        return None  # (a Relu alone: the frame applies it by itself)
+    elif not any_activation and f.act not in (None, "Relu"):
+        return None  # (other activations: the frame applies them after the core)
     if f.shuffle is not None and not (f.pointwise and f.unit and f.group > 1 and z is None
                                       and tuple(f.shuffle) == (1, f.group, f.mg, *f.out_shape)):
         return None  # a folded shuffle: only a grouped 1x1 whose groups are the shuffle's
