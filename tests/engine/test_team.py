@@ -504,9 +504,8 @@ _UNPREPARED = {"1x1": "1x1", "grouped 1x1": "pointwise groups on the team", "dep
 def test_prepared_convolutions_equal_the_general_path(spy, case):
     """A node's prepared executors (Conv's ``prepared ...`` entries, one per input signature,
     W and B model constants) run the team jobs of the unprepared entry with the same
-    arguments: the same bits for every epilogue and for a Concat block (``out``), and the
-    unprepared entries where they do not apply (a Relu without bias, which the frame
-    applies by itself)."""
+    arguments: the same bits for every epilogue (a Relu without a bias too, which the
+    parts apply alone) and for a Concat block (``out``)."""
     from onnxrt.ops_cpu.op_conv import conv
 
     from ..ops.conv_table import conv_op, dispatcher, run, run_path
@@ -522,17 +521,16 @@ def test_prepared_convolutions_equal_the_general_path(spy, case):
     y_shape = conv(x, w, b, **kw).shape
     z = rng.standard_normal(y_shape).astype(np.float32)
     for args, act in [((b,), "Relu"), ((b,), None), ((b, z), "Relu"), ((None, z), None), ((None,), "Relu")]:
-        declined = args[0] is None and len(args) == 1  # Relu without a bias: the unprepared entries
         want = run_path(_UNPREPARED[case], x, w, *args, activation=act, **kw)
         spy.clear()
         got, path = run(x, w, *args, activation=act, **kw)
-        assert path == (_UNPREPARED[case] if declined else f"prepared {kind}")
+        assert path == f"prepared {kind}"
         assert [name for name, _ in spy] == jobs
         assert got.dtype == np.float32 and got.shape == y_shape
         np.testing.assert_array_equal(got, want)
         block = np.zeros((1, y_shape[1] + 5) + y_shape[2:], np.float32)
         into, path = run(x, w, *args, activation=act, out=block[:, 5:], **kw)
-        assert path == (_UNPREPARED[case] if declined else f"prepared {kind}")
+        assert path == f"prepared {kind}"
         assert into.base is block or into.base is block.base
         np.testing.assert_array_equal(block[:, 5:], want)
         assert not block[:, :5].any()
