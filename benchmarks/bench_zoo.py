@@ -289,6 +289,10 @@ def export_error(name: str, exporter: str) -> str:
 # ----------------------------------------------------------------------------- measurement
 
 
+#: seconds a chunk of timed runs lasts at least (within --max-seconds): short runs get more of them
+CHUNK_SECONDS = 0.2
+
+
 def measure(name: str, exporter: str, path: str, repeat: int, rounds: int, max_seconds: float) -> dict[str, Any]:
     p = _paths(name, exporter)
     res: dict[str, Any] = {"model": name, "exporter": exporter}
@@ -305,9 +309,13 @@ def measure(name: str, exporter: str, path: str, repeat: int, rounds: int, max_s
             if ws.errors:
                 res["errors"] = dict(ws.errors)
             if len(ws.workers) == 2:
-                # chunks sized so that the timed runs take about max_seconds in all
+                # chunks of ``repeat`` runs, or of CHUNK_SECONDS for short runs (10 timed runs of a
+                # 6 ms model gave medians 40% apart between processes: the first runs after the
+                # other worker's chunk share the cores with its spinning threads), the timed runs
+                # taking at most about max_seconds in all
                 per_run = max(statistics_median(r["warm_s"] or [r["first_run_s"]]) for r in loads.values())
-                n = max(2, min(repeat, int(max_seconds / max(per_run * 2 * rounds, 1e-9))))
+                n = max(2, min(max(repeat, int(CHUNK_SECONDS / max(per_run, 1e-9))),
+                               int(max_seconds / max(per_run * 2 * rounds, 1e-9))))
                 res["times"] = ws.time(rounds=rounds, repeat=n)
             res["rss"] = ws.rss()
         a, b = load_outputs(outdir, "onnxrt"), load_outputs(outdir, "onnxruntime")
@@ -430,7 +438,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per chunk (fewer when a run is long: see --max-seconds)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per chunk (more when runs are short: CHUNK_SECONDS; fewer when long: --max-seconds)")
     parser.add_argument("--rounds", type=int, default=2, help="chunks per runtime, the workers taking turns")
     parser.add_argument("--max-seconds", type=float, default=25.0, help="about the timed runs' share of each model's measurement")
     parser.add_argument("--no-export", action="store_true", help="use the cache only (torch is not imported)")
