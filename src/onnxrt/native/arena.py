@@ -308,7 +308,7 @@ class Scope:
                 _OWNERS.add(owner)
             except TypeError:  # not weakly referenceable: nothing to follow
                 return
-            weakref.finalize(owner, _owner_gone)
+            weakref.finalize(owner, _owner_gone).atexit = False  # (the process's end frees everything)
 
     def __enter__(self) -> None:
         with _RUNS_LOCK:
