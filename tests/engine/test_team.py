@@ -638,3 +638,53 @@ def test_team_gemm_takes_a_transposed_b_and_a_column_bias(spy, m, n):
     np.testing.assert_allclose(copied, expected, rtol=0, atol=tol)
     np.testing.assert_allclose(relu, np.maximum(expected + bias[:, None], 0), rtol=0, atol=tol)
     np.testing.assert_array_equal(linear, got + cbias)  # the product's bits, then one rounding of the addition
+
+
+_MID_SIZE_CONVS = r"""
+import numpy as np, onnxrt
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+from onnxrt import native, parallel
+from onnxrt.native import team
+parallel.KERNEL_THREADS = 2
+rng = np.random.default_rng(0)
+inits, nodes, prev = [], [], "x"
+for i in range(6):  # 1x1 convolutions of 4.3M multiply-adds: below the team's cold_total
+    cin, cout = (40, 120) if i % 2 == 0 else (120, 40)
+    inits += [nh.from_array((rng.standard_normal((cout, cin, 1, 1)) * 0.1).astype(np.float32), f"w{i}"),
+              nh.from_array(rng.standard_normal(cout).astype(np.float32), f"b{i}")]
+    nodes += [h.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"]), h.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+    prev = f"r{i}"
+g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [1, 40, 30, 30])],
+                 [h.make_tensor_value_info(prev, T.FLOAT, None)], inits)
+model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+x = rng.standard_normal((1, 40, 30, 30)).astype(np.float32)
+sess = onnxrt.OnnxInference(model)
+jobs = []
+kept = team.run_kept
+def run_kept(*args):
+    ran = kept(*args)
+    jobs.append(ran)
+    return ran
+team.run_kept = run_kept
+for _ in range(6):
+    y = sess.run({"x": x})[prev]
+assert team._STARTED, "the team never started"
+jobs.clear()
+y = sess.run({"x": x})[prev]
+assert sum(jobs) == 6, jobs  # every convolution of the hot run on the team
+print("ok", y.shape, y.dtype)
+"""
+
+
+def test_a_model_of_mid_size_jobs_starts_the_team_for_its_hot_runs():
+    """Jobs below their cold_total go to the team only when its workers are awake; a session
+    whose runs offer several starts the workers when its next run begins (heat), instead of
+    running every job on one thread because no job ever started them."""
+    if not team.available() or _jit.kernels() is None:
+        pytest.skip("no team here")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _MID_SIZE_CONVS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().startswith("ok (1, 40, 30, 30) float32")

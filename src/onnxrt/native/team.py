@@ -331,9 +331,20 @@ def awake() -> bool:
 def heat(delta: int) -> bool:
     """A large run starts (+1: workers stay awake, yielding their core, until every such
     run has ended) or ends (-1, only after a +1 that returned True). False (nothing done)
-    before the team's first job in this process."""
-    if _SYSCALL is None or not _STARTED:
+    where the platform has no team. A +1 starts the workers if no job has yet: a run
+    whose session's last run offered the team several jobs will offer more, and jobs
+    below their ``cold_total`` only go to awake workers (a model of 1M-8M multiply-add
+    convolutions alone, never starting the team, ran them all on one thread)."""
+    if _SYSCALL is None:
         return False
+    if not _STARTED:
+        if delta <= 0 or not _BUSY.acquire(blocking=False):
+            return False  # (a job in flight has started them, or this is no start)
+        try:
+            if not _STARTED:
+                _start(max(1, parallel.KERNEL_THREADS - 1))
+        finally:
+            _BUSY.release()
     team_heat(_CTL, delta, _SYSCALL)
     return True
 
