@@ -688,3 +688,36 @@ def test_a_model_of_mid_size_jobs_starts_the_team_for_its_hot_runs():
     done = subprocess.run([sys.executable, "-c", _MID_SIZE_CONVS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().startswith("ok (1, 40, 30, 30) float32")
+
+
+def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels():
+    """Products of little depth or work split into parts of at most SMALL_GEMM_WORK
+    multiply-adds, a multiple of the threads; others one part per thread."""
+    gp, small = _jit.gemm_parts, _jit.SMALL_GEMM_WORK
+    assert gp(120, 40, 784, False, 2) == 4  # 49 blocks of 16 columns, 13 per part at most
+    assert gp(64, 16, 12544, False, 2) == 14
+    assert gp(480, 80, 196, True, 2) == 2  # depth 80 and 7.5M multiply-adds: the packed kernels
+    assert gp(120, 40, 784, False, 1) == 1  # one thread
+    assert gp(2048, 32, 4096, False, 2) == 2  # a block of 16 columns alone is over SMALL_GEMM_WORK
+    assert gp(64, 16, 50000, False, 2) == 2  # more than SMALL_GEMM_PARTS parts
+    for m, k, n, by_rows in [(120, 40, 784, False), (64, 16, 12544, False), (184, 80, 196, False), (960, 40, 49, True)]:
+        parts = gp(m, k, n, by_rows, 2)
+        blocks = ((m if by_rows else n) + 15) // 16
+        assert parts % 2 == 0 and parts <= blocks
+        if parts > 2:  # every part within the small kernels' size
+            assert -(-blocks // parts) * 16 * k * (n if by_rows else m) <= small
+
+
+@pytest.mark.parametrize("m, k, n", [(120, 40, 784), (40, 120, 784), (64, 16, 3136)])
+def test_team_gemm_in_small_parts_gives_the_product(spy, m, k, n):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    with parallel.RunScope(None, eager=True):
+        c = _jit.team_gemm(a, b, None, part_size=1 << 16)
+    assert c is not None and c.dtype == np.float32 and c.shape == (m, n)
+    assert spy and spy[-1] == ("gemm_part", _jit.gemm_parts(m, k, n, m > n, 2))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    # sums of k float32 products in BLAS's order: k eps sum|a b| apart at most
+    bound = k * float(np.finfo(np.float32).eps) * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert (np.abs(c - want) <= bound).all()

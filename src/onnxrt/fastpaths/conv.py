@@ -913,12 +913,12 @@ def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col, 
     if work < CONV_TEAM_FROM:
         return None
     by_rows = m_out > npix
-    parts = min(((m_out if by_rows else npix) + 15) // 16, native.GEMM_TEAM_PARTS * parallel.current_threads())
+    parts = native.gemm_parts(m_out, depth, npix, by_rows, parallel.current_threads())
     gemm = native.TeamJob("gemm_part", GEMM.pack(
         a=w2, b=None, c=None, m=m_out, k=depth, n=npix, lda=depth, ldb=npix, ldc=npix, sgemm=blas_sgemm_address(),
         by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=zslot, z_size=zsize, relu=int(relu), trans_b=0, cbias=_NO_BIAS, cbias_size=0,
         act=act),
-        work, max_parts=parts, part_size=CONV_TEAM_FROM // 2, cold_total=parallel.BLAS_THREADS_FROM)
+        work, max_parts=parts, part_size=min(CONV_TEAM_FROM // 2, work // parts), cold_total=parallel.BLAS_THREADS_FROM)
     if not gemm.parts:
         return None
     residual = zslot is None

@@ -256,6 +256,34 @@ class TeamJob:
 #: parts per thread at most (each part packs its operands anew)
 GEMM_TEAM_PART = 1 << 21
 GEMM_TEAM_PARTS = 1
+#: multiply-adds up to which OpenBLAS (its SkylakeX and later kernels) runs a product by its
+#: small-matrix kernels: no packing, no shared buffer. Larger calls made by two threads at
+#: once lost ~30 us each to each other on this machine, which halves a team job of a few
+#: million multiply-adds: (120x40) @ (40x784) ran 50 us in two parts, 35 us in four parts
+#: below this size, 62 us on one thread; (64x16) @ (16x12544) 162 -> 135 us
+SMALL_GEMM_WORK = 1_000_000
+#: at most so many parts of a team product for the small-matrix kernels
+SMALL_GEMM_PARTS = 16
+
+
+def gemm_parts(m: int, k: int, n: int, by_rows: bool, threads: int) -> int:
+    """Parts of a team product (m, k) @ (k, n) split by blocks of 16 rows (``by_rows``) or
+    columns: one per thread, or, for a product of little depth (k <= 64) or of at most
+    4 * SMALL_GEMM_WORK multiply-adds, as many as keep every part within SMALL_GEMM_WORK
+    (a multiple of ``threads``, at most SMALL_GEMM_PARTS). Measured on 1x1 convolutions: with
+    more depth and work, the small kernels lose to the packed ones."""
+    blocks = ((m if by_rows else n) + 15) // 16
+    base = min(blocks, GEMM_TEAM_PARTS * threads)
+    if threads < 2 or not (k <= 64 or m * k * n <= 4 * SMALL_GEMM_WORK):
+        return base
+    per_block = 16 * k * (n if by_rows else m)
+    if per_block > SMALL_GEMM_WORK:
+        return base
+    parts = -(-blocks // (SMALL_GEMM_WORK // per_block))
+    parts += (-parts) % threads
+    if parts > SMALL_GEMM_PARTS or parts > blocks:
+        return base
+    return max(parts, base)
 
 
 def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: list | None = None,
@@ -301,10 +329,11 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
                             ldc=n, sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
                             relu=int(relu), trans_b=int(trans_b), cbias=_EMPTY if col_bias is None else col_bias,
                             cbias_size=0 if col_bias is None else col_bias.size, act=act)
-    blocks = ((m if by_rows else n) + 15) // 16
-    parts = min(blocks, GEMM_TEAM_PARTS * parallel.current_threads())
+    parts = gemm_parts(m, k, n, by_rows, parallel.current_threads())
     blas._blas_enter(1)  # one thread per block (already so inside a large run)
     try:
+        if parts > GEMM_TEAM_PARTS * parallel.current_threads():  # the small-matrix split
+            part_size = min(part_size, m * k * n // parts)
         if not team_split("gemm_part", args, m * k * n, max_parts=parts, part_size=part_size, cold_total=cold_total):
             return None
     finally:
