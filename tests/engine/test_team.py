@@ -696,7 +696,8 @@ def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels():
     gp, small = _jit.gemm_parts, _jit.SMALL_GEMM_WORK
     assert gp(120, 40, 784, False, 2) == 4  # 49 blocks of 16 columns, 13 per part at most
     assert gp(64, 16, 12544, False, 2) == 14
-    assert gp(480, 80, 196, True, 2) == 2  # depth 80 and 7.5M multiply-adds: the packed kernels
+    assert gp(480, 80, 196, True, 2) == 10  # 30 blocks of 16 rows, 3 per part at most
+    assert gp(160, 960, 49, True, 2) == 2  # depth 960: the packed kernels
     assert gp(120, 40, 784, False, 1) == 1  # one thread
     assert gp(2048, 32, 4096, False, 2) == 2  # a block of 16 columns alone is over SMALL_GEMM_WORK
     assert gp(64, 16, 50000, False, 2) == 2  # more than SMALL_GEMM_PARTS parts

@@ -264,17 +264,20 @@ GEMM_TEAM_PARTS = 1
 SMALL_GEMM_WORK = 1_000_000
 #: at most so many parts of a team product for the small-matrix kernels
 SMALL_GEMM_PARTS = 16
+#: depth up to which the small-matrix kernels beat the packed ones on their share (measured on
+#: 1x1 convolutions: (1152x192) @ (192x49) 108 -> 90 us in 12 parts; with depth 672-1152 the
+#: packed kernels win by 1.2-1.6x)
+SMALL_GEMM_DEPTH = 256
 
 
 def gemm_parts(m: int, k: int, n: int, by_rows: bool, threads: int) -> int:
     """Parts of a team product (m, k) @ (k, n) split by blocks of 16 rows (``by_rows``) or
-    columns: one per thread, or, for a product of little depth (k <= 64) or of at most
-    4 * SMALL_GEMM_WORK multiply-adds, as many as keep every part within SMALL_GEMM_WORK
-    (a multiple of ``threads``, at most SMALL_GEMM_PARTS). Measured on 1x1 convolutions: with
-    more depth and work, the small kernels lose to the packed ones."""
+    columns: one per thread, or, for a depth k of at most SMALL_GEMM_DEPTH, as many as keep
+    every part within SMALL_GEMM_WORK (a multiple of ``threads``, at most SMALL_GEMM_PARTS),
+    where OpenBLAS's small-matrix kernels take them."""
     blocks = ((m if by_rows else n) + 15) // 16
     base = min(blocks, GEMM_TEAM_PARTS * threads)
-    if threads < 2 or not (k <= 64 or m * k * n <= 4 * SMALL_GEMM_WORK):
+    if threads < 2 or k > SMALL_GEMM_DEPTH:
         return base
     per_block = 16 * k * (n if by_rows else m)
     if per_block > SMALL_GEMM_WORK:
