@@ -709,7 +709,19 @@ def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels():
             assert -(-blocks // parts) * 16 * k * (n if by_rows else m) <= small
 
 
-@pytest.mark.parametrize("m, k, n", [(120, 40, 784), (40, 120, 784), (64, 16, 3136)])
+def test_gemm_split_prefers_whole_rows():
+    """The small-matrix split by rows when it exists (the parts' epilogues on contiguous rows),
+    else by columns, else the longer side in one part per thread."""
+    gs = _jit.gemm_split
+    assert gs(120, 40, 900, 2) == (True, 8)  # 16 rows x 40 x 900 = 576K per block
+    assert gs(40, 120, 900, 2) == (False, 6)  # a block of 16 rows is 1.7M: columns
+    assert gs(64, 16, 12544, 2) == (False, 14)
+    assert gs(128, 768, 3072, 2) == (False, 2)  # deep: the packed kernels, the longer side
+    assert gs(3072, 768, 128, 2) == (True, 2)
+    assert gs(120, 40, 900, 1) == (False, 1)  # one thread: the longer side, one part
+
+
+@pytest.mark.parametrize("m, k, n", [(120, 40, 784), (40, 120, 784), (64, 16, 3136), (120, 40, 900)])
 def test_team_gemm_in_small_parts_gives_the_product(spy, m, k, n):
     rng = np.random.default_rng(12)
     a = rng.standard_normal((m, k)).astype(np.float32)
@@ -717,7 +729,7 @@ def test_team_gemm_in_small_parts_gives_the_product(spy, m, k, n):
     with parallel.RunScope(None, eager=True):
         c = _jit.team_gemm(a, b, None, part_size=1 << 16)
     assert c is not None and c.dtype == np.float32 and c.shape == (m, n)
-    assert spy and spy[-1] == ("gemm_part", _jit.gemm_parts(m, k, n, m > n, 2))
+    assert spy and spy[-1] == ("gemm_part", _jit.gemm_split(m, k, n, 2)[1])
     want = a.astype(np.float64) @ b.astype(np.float64)
     # sums of k float32 products in BLAS's order: k eps sum|a b| apart at most
     bound = k * float(np.finfo(np.float32).eps) * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))

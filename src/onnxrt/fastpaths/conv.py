@@ -912,8 +912,7 @@ def _prepared_gemm(f: Facts, w2, depth, bias, zslot, zsize, relu: bool, im2col, 
     work = m_out * depth * npix
     if work < CONV_TEAM_FROM:
         return None
-    by_rows = m_out > npix
-    parts = native.gemm_parts(m_out, depth, npix, by_rows, parallel.current_threads())
+    by_rows, parts = native.gemm_split(m_out, depth, npix, parallel.current_threads())
     gemm = native.TeamJob("gemm_part", GEMM.pack(
         a=w2, b=None, c=None, m=m_out, k=depth, n=npix, lda=depth, ldb=npix, ldc=npix, sgemm=blas_sgemm_address(),
         by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=zslot, z_size=zsize, relu=int(relu), trans_b=0, cbias=_NO_BIAS, cbias_size=0,

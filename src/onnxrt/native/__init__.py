@@ -270,6 +270,21 @@ SMALL_GEMM_PARTS = 16
 SMALL_GEMM_DEPTH = 256
 
 
+def gemm_split(m: int, k: int, n: int, threads: int) -> tuple[bool, int]:
+    """(by rows, parts) of a team product (m, k) @ (k, n): the small-matrix split by rows
+    when it exists, else by columns, else the longer side in one part per thread. Rows
+    first: a part's rows are whole rows of the result, so its epilogue (a bias per row, a
+    Relu, a chain) runs on contiguous memory; by columns it runs on short strided pieces
+    of every row (a 120x900 1x1 convolution with bias and Relu: 66 us in six column parts,
+    41 us in eight row parts)."""
+    for by_rows in (True, False):
+        parts = gemm_parts(m, k, n, by_rows, threads)
+        if parts > GEMM_TEAM_PARTS * threads:
+            return by_rows, parts
+    by_rows = m > n
+    return by_rows, gemm_parts(m, k, n, by_rows, threads)
+
+
 def gemm_parts(m: int, k: int, n: int, by_rows: bool, threads: int) -> int:
     """Parts of a team product (m, k) @ (k, n) split by blocks of 16 rows (``by_rows``) or
     columns: one per thread, or, for a depth k of at most SMALL_GEMM_DEPTH, as many as keep
@@ -326,13 +341,13 @@ def team_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None, epilogue: li
     n = b.shape[1]
     c = np.empty((m, n), np.float32) if out is None else out
     bias, relu, z = epilogue if epilogue else (_EMPTY, False, _EMPTY)
-    # the operand a part repacks in full is the smaller one: split the longer side
-    by_rows = m > n
+    # the small-matrix split when there is one (gemm_split); otherwise the longer side, the
+    # operand a part repacks in full being the smaller one
+    by_rows, parts = gemm_split(m, k, n, parallel.current_threads())
     args = layout.GEMM.pack(a=a, b=b, c=c, m=m, k=k, n=n, lda=a.strides[0] // 4, ldb=b.strides[1 if trans_b else 0] // 4,
                             ldc=n, sgemm=sgemm, by_rows=int(by_rows), bias=bias, bias_size=bias.size, z=z, z_size=z.size,
                             relu=int(relu), trans_b=int(trans_b), cbias=_EMPTY if col_bias is None else col_bias,
                             cbias_size=0 if col_bias is None else col_bias.size, act=act)
-    parts = gemm_parts(m, k, n, by_rows, parallel.current_threads())
     blas._blas_enter(1)  # one thread per block (already so inside a large run)
     try:
         if parts > GEMM_TEAM_PARTS * parallel.current_threads():  # the small-matrix split
