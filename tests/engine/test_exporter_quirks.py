@@ -574,13 +574,22 @@ def _qdq_model(op, xtype, wtype, per_axis, rng, opset=13, wzp_value=0):
 def _check_qdq(model, feeds, zp, ys):
     theirs = _ort(model, feeds)
     theirs_plain = _ort(model, feeds, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    # onnxruntime's fused integer kernels and its float path agree with each other, except
+    # for uint8 activations times int8 weights on x86-64 without VNNI, where its kernels
+    # (vpmaddubsw) saturate sums of two products at int16, as its documentation on
+    # quantisation warns (seen here on an AVX2 AMD EPYC: 13 steps apart): there onnxrt is
+    # compared with onnxruntime's float path only
+    fused_agrees = np.abs(theirs[1].astype(np.int32) - theirs_plain[1].astype(np.int32)).max() <= 1
+    if not fused_agrees:
+        wq = next(i for i in model.graph.initializer if i.name == "Wq")
+        assert theirs[1].dtype == np.uint8 and wq.data_type == T.INT8, "onnxruntime's two paths disagree"
+    refs = (theirs[1], theirs_plain[1]) if fused_agrees else (theirs_plain[1],)
     for options in (None, NO_OPT):
         y, yq = _ours(model, feeds, options=options)
         assert yq.dtype == theirs[1].dtype and yq.shape == theirs[1].shape and y.dtype == np.float32
-        # onnxruntime's fused integer kernels and its float path agree with each other here;
         # onnxrt's float path may only differ where a product lands within float32 rounding
         # of a quantisation midpoint: one step, rarely
-        for ref in (theirs[1], theirs_plain[1]):
+        for ref in refs:
             steps = np.abs(yq.astype(np.int32) - ref.astype(np.int32))
             assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
         np.testing.assert_array_equal(y, (yq.astype(np.float32) - np.float32(zp)) * ys)
