@@ -690,7 +690,32 @@ def test_a_model_of_mid_size_jobs_starts_the_team_for_its_hot_runs():
     assert done.stdout.strip().startswith("ok (1, 40, 30, 30) float32")
 
 
-def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels():
+@pytest.fixture
+def small_kernels(monkeypatch):
+    """As where numpy's OpenBLAS has small-matrix kernels (a SkylakeX core)."""
+    monkeypatch.setattr(_jit.blas, "_ARCH", ["SkylakeX"])
+
+
+def test_small_matrix_kernels_follow_openblas_core(monkeypatch):
+    for arch, small in [("SkylakeX", True), ("Cooperlake", True), ("SapphireRapids", True), ("Haswell", False),
+                        ("Zen", False), (None, False)]:
+        monkeypatch.setattr(_jit.blas, "_ARCH", [arch])
+        assert _jit.blas.small_matrix_kernels() is small
+
+
+def test_without_small_matrix_kernels_products_split_one_part_per_thread(monkeypatch):
+    """Where OpenBLAS's kernels all pack (Haswell, Zen), a team product is one part per
+    thread along its longer side, whatever its depth."""
+    monkeypatch.setattr(_jit.blas, "_ARCH", ["Haswell"])
+    assert _jit.gemm_parts(120, 40, 784, False, 2) == 2
+    assert _jit.gemm_parts(64, 16, 12544, False, 2) == 2
+    assert _jit.gemm_split(64, 16, 12544, 2) == (False, 2)
+    assert _jit.gemm_split(120, 40, 900, 2) == (False, 2)
+    assert _jit.gemm_split(900, 40, 120, 2) == (True, 2)
+    assert _jit.gemm_split(120, 40, 900, 1) == (False, 1)
+
+
+def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels(small_kernels):
     """Products of little depth or work split into parts of at most SMALL_GEMM_WORK
     multiply-adds, a multiple of the threads; others one part per thread."""
     gp, small = _jit.gemm_parts, _jit.SMALL_GEMM_WORK
@@ -709,7 +734,7 @@ def test_gemm_parts_keep_small_products_within_the_small_matrix_kernels():
             assert -(-blocks // parts) * 16 * k * (n if by_rows else m) <= small
 
 
-def test_gemm_split_prefers_whole_rows():
+def test_gemm_split_prefers_whole_rows(small_kernels):
     """The small-matrix split by rows when it exists (the parts' epilogues on contiguous rows),
     else by columns, else the longer side in one part per thread."""
     gs = _jit.gemm_split
@@ -721,8 +746,10 @@ def test_gemm_split_prefers_whole_rows():
     assert gs(120, 40, 900, 1) == (False, 1)  # one thread: the longer side, one part
 
 
+@pytest.mark.parametrize("small", [True, False], ids=["small_kernels", "packed_kernels"])
 @pytest.mark.parametrize("m, k, n", [(120, 40, 784), (40, 120, 784), (64, 16, 3136), (120, 40, 900)])
-def test_team_gemm_in_small_parts_gives_the_product(spy, m, k, n):
+def test_team_gemm_in_small_parts_gives_the_product(spy, monkeypatch, m, k, n, small):
+    monkeypatch.setattr(_jit.blas, "_ARCH", ["SkylakeX" if small else "Haswell"])
     rng = np.random.default_rng(12)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)

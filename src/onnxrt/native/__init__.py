@@ -258,9 +258,14 @@ GEMM_TEAM_PART = 1 << 21
 GEMM_TEAM_PARTS = 1
 #: multiply-adds up to which OpenBLAS (its SkylakeX and later kernels) runs a product by its
 #: small-matrix kernels: no packing, no shared buffer. Larger calls made by two threads at
-#: once lost ~30 us each to each other on this machine, which halves a team job of a few
+#: once lost ~30 us each to each other on an AVX-512 machine, which halves a team job of a few
 #: million multiply-adds: (120x40) @ (40x784) ran 50 us in two parts, 35 us in four parts
-#: below this size, 62 us on one thread; (64x16) @ (16x12544) 162 -> 135 us
+#: below this size, 62 us on one thread; (64x16) @ (16x12544) 162 -> 135 us. Only where
+#: OpenBLAS has those kernels (blas.small_matrix_kernels): on an AVX2 AMD EPYC (OpenBLAS's
+#: Haswell kernels, no small-matrix ones) the split's parts all went through the packed
+#: kernels, and runs were 1-4% slower with it than in one part per thread (in-process A/B,
+#: alternating runs: mobilenetv3 0.98 / 1.005, efficientnet_b0 0.96 / 0.98, dynamo /
+#: torchscript; a chain of (64x16) @ (16x12544) 1x1 convolutions 0.67-0.86)
 SMALL_GEMM_WORK = 1_000_000
 #: at most so many parts of a team product for the small-matrix kernels
 SMALL_GEMM_PARTS = 16
@@ -289,10 +294,10 @@ def gemm_parts(m: int, k: int, n: int, by_rows: bool, threads: int) -> int:
     """Parts of a team product (m, k) @ (k, n) split by blocks of 16 rows (``by_rows``) or
     columns: one per thread, or, for a depth k of at most SMALL_GEMM_DEPTH, as many as keep
     every part within SMALL_GEMM_WORK (a multiple of ``threads``, at most SMALL_GEMM_PARTS),
-    where OpenBLAS's small-matrix kernels take them."""
+    where OpenBLAS's small-matrix kernels take them (when it has them: blas.small_matrix_kernels)."""
     blocks = ((m if by_rows else n) + 15) // 16
     base = min(blocks, GEMM_TEAM_PARTS * threads)
-    if threads < 2 or k > SMALL_GEMM_DEPTH:
+    if threads < 2 or k > SMALL_GEMM_DEPTH or not blas.small_matrix_kernels():
         return base
     per_block = 16 * k * (n if by_rows else m)
     if per_block > SMALL_GEMM_WORK:

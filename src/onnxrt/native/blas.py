@@ -86,6 +86,36 @@ def _sync(libs) -> None:
 _SGEMM: list[int | None] = []
 
 
+#: OpenBLAS cores with small-matrix sgemm kernels (products of up to 1M multiply-adds without
+#: packing): SkylakeX's, which Cooperlake and SapphireRapids use too. Its other x86-64 cores
+#: (Haswell, Zen: AVX2) run every product through the packed kernels (OpenBLAS 0.3.18's
+#: SMALL_MATRIX_OPT falls through to them where a core has no kernel of its own)
+SMALL_KERNEL_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+_ARCH: list[str | None] = []
+
+
+def blas_architecture() -> str | None:
+    """The core the OpenBLAS numpy uses runs its kernels for (``openblas_get_corename``, as
+    threadpoolctl reports it: "Haswell", "SkylakeX", "Zen"...), or None for another BLAS."""
+    if not _ARCH:
+        from threadpoolctl import ThreadpoolController
+
+        arch = None
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.internal_api == "openblas":
+                arch = getattr(lib, "architecture", None)
+                break
+        _ARCH.append(arch)
+    return _ARCH[0]
+
+
+def small_matrix_kernels() -> bool:
+    """Whether numpy's OpenBLAS runs small products with its small-matrix kernels (see
+    SMALL_KERNEL_CORES): the team's small-matrix split (native.gemm_parts) pays only then."""
+    arch = blas_architecture()
+    return arch is not None and arch.lower() in SMALL_KERNEL_CORES
+
+
 def blas_sgemm_address() -> int | None:
     """The address of ``cblas_sgemm`` in the OpenBLAS numpy uses, when it has 64-bit sizes
     (numpy's own wheels: scipy-openblas64), for compiled loops that call BLAS without the
